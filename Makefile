@@ -1,0 +1,51 @@
+# iolab — one Makefile for the whole workspace.
+#   make demo    set up, build, and compare NOOP, Deadline and AS (writes demo-out/)
+#   make test    Rust and Python tests (what CI runs)
+#   make bench   speed figures (see docs/bench.md)
+
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+IOLAB  := $(VENV)/bin/iolab
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: all deps venv build test test-rust test-python demo bench clean
+
+all: build
+
+# System packages (Debian): fio for `iolab bench`. Needs root; a no-op when present.
+deps:
+	@bash scripts/install-deps.sh
+
+$(VENV)/.stamp: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.5,<2"
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# Builds the native core in release mode and installs `iolab` into the venv.
+build: venv
+	$(VENV)/bin/maturin develop --release --extras dev -q
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --workspace --release
+
+test-python:
+	$(PY) -m pytest -q
+
+demo: build
+	$(IOLAB) compare --disk hp97560 --workload iozone --schedulers noop,deadline,as \
+		--set workload.processes=10 --seeds 3 -o demo-out
+	@echo "report: demo-out/report.md (and report.html)"
+
+bench: build
+	cargo run --release -q -p iolab-sim --bin iolab-sim-bench
+
+clean:
+	cargo clean
+	rm -rf $(VENV) demo-out

@@ -1,0 +1,145 @@
+//! Disk models: what a request costs on a device.
+//!
+//! Brief overview: the engine hands the device one request at a time
+//! ([`Disk::service`], with the absolute time so rotation and the on-drive
+//! cache can follow the clock) and gets back how long it takes and why
+//! ([`Service`]). Schedulers never see the disk; those that need cost
+//! estimates (WPCAS's STE, the 95% heuristic) get a [`PositionCost`] when
+//! they are built.
+
+use crate::error::{Error, Result};
+use crate::request::Request;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+pub mod fixed;
+
+/// Where a request's time went.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Service {
+    /// From the start of service to completion.
+    pub total_ns: u64,
+    pub seek_ns: u64,
+    pub rotation_ns: u64,
+    pub transfer_ns: u64,
+    pub overhead_ns: u64,
+    /// Cylinders the arm moved (0 for a cache hit or a non-mechanical device).
+    pub seek_cylinders: u64,
+    pub cache: CacheOutcome,
+}
+
+/// How the on-drive cache served a request.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheOutcome {
+    #[default]
+    Miss,
+    /// Entirely from the cache (reads) or absorbed by it (writes).
+    Hit,
+    /// Partly from the cache.
+    Partial,
+}
+
+/// A device model. One request is in service at a time (the drive's own
+/// queue, when deeper than 1, is kept by the engine).
+pub trait Disk: Send {
+    /// A short description for reports (model name, geometry).
+    fn describe(&self) -> String;
+    /// Size of the device in 512-byte sectors.
+    fn capacity_sectors(&self) -> u64;
+    /// Serve `rq`, starting at `now` with the device otherwise idle.
+    fn service(&mut self, rq: &Request, now: SimTime) -> Service;
+    /// Estimated positioning time (seek plus rotational latency) if `rq`
+    /// started at `now`; used by a device queue ordered shortest
+    /// positioning time first. Must not change the model's state.
+    fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64;
+    /// A stateless cost function for schedulers.
+    fn position_cost(&self) -> Arc<dyn PositionCost>;
+}
+
+/// Cost estimates a scheduler may use, derived from the disk model of the
+/// experiment, independent of the model's current state.
+pub trait PositionCost: Send + Sync {
+    /// Seek time from the cylinder holding `from_sector` to the one holding
+    /// `to_sector`, in ns (0 for the same cylinder).
+    fn seek_ns(&self, from_sector: u64, to_sector: u64) -> u64;
+    /// Mean rotational latency (half a revolution), in ns.
+    fn mean_rotation_ns(&self) -> u64;
+}
+
+/// The device's own queue: how it orders requests when `queue_depth` > 1.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceOrder {
+    #[default]
+    Fifo,
+    /// Shortest positioning time first.
+    Sptf,
+}
+
+/// The `[disk]` table of an experiment spec.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// A built-in model (`iolab presets` lists them).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// A DiskSim `.diskspecs` file, relative to the spec file.
+    #[serde(default)]
+    pub diskspecs: Option<String>,
+    /// Requests the device holds at once (1 = the disks of the WPCAS era).
+    #[serde(default = "one")]
+    pub queue_depth: u32,
+    /// Order of the device's own queue when `queue_depth` > 1.
+    #[serde(default)]
+    pub device_order: DeviceOrder,
+    /// Service time of the `fixed` preset, in ms.
+    #[serde(default)]
+    pub fixed_ms: Option<f64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for DiskSpec {
+    fn default() -> Self {
+        DiskSpec {
+            preset: Some("hp97560".into()),
+            diskspecs: None,
+            queue_depth: 1,
+            device_order: DeviceOrder::Fifo,
+            fixed_ms: None,
+        }
+    }
+}
+
+/// Built-in disk presets: name and one line of description.
+pub static PRESETS: &[(&str, &str)] =
+    &[(fixed::NAME, "constant service time (`fixed_ms`, default 5 ms); for tests")];
+
+/// Build the disk a spec describes. `base_dir` resolves relative paths.
+pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
+    if spec.queue_depth == 0 {
+        return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
+    }
+    match (&spec.preset, &spec.diskspecs) {
+        (Some(_), Some(_)) => {
+            Err(Error::invalid("disk", "give either `preset` or `diskspecs`, not both"))
+        }
+        (None, None) => Err(Error::invalid("disk", "give `preset` or `diskspecs`")),
+        (None, Some(_path)) => {
+            let _ = base_dir;
+            Err(Error::invalid("disk.diskspecs", "DiskSim parameter files are not supported yet"))
+        }
+        (Some(name), None) => match name.as_str() {
+            fixed::NAME => Ok(Box::new(fixed::FixedDisk::new(spec.fixed_ms.unwrap_or(5.0))?)),
+            other => {
+                let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+                Err(Error::unknown("disk preset", other, &names))
+            }
+        },
+    }
+}

@@ -1,0 +1,214 @@
+//! I/O schedulers ("elevators") behind one trait that mirrors Linux's
+//! `struct elevator_mq_ops` (block/elevator.h, 6.1).
+//!
+//! Brief overview: the engine calls [`Elevator::insert`] when a process
+//! submits a request (Linux: `insert_requests`), [`Elevator::dispatch`]
+//! whenever the device can take one (`dispatch_request`), and
+//! [`Elevator::completed`] when the device finishes one
+//! (`completed_request`). A scheduler that wants to hold the device idle
+//! (anticipation) returns [`Dispatch::IdleUntil`]; the engine then calls
+//! [`Elevator::timer`] at that instant, unless an insert or completion comes
+//! first, and asks for a dispatch again.
+//!
+//! Schedulers are registered in one table ([`SCHEDULERS`]) keyed by name;
+//! their tunables are declared as data ([`Tunable`]) with Linux's names,
+//! units (as sysfs shows them), ranges and defaults.
+
+use crate::disk::PositionCost;
+use crate::error::{Error, Result};
+use crate::request::{ProcessId, Request};
+use crate::time::SimTime;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub mod noop;
+
+/// What a scheduler answers when asked for a request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Send this request to the device now.
+    Request(Request),
+    /// Keep the device idle (anticipate) until this instant, then call
+    /// [`Elevator::timer`]. An insert or completion before then re-asks.
+    IdleUntil(SimTime),
+    /// Nothing to dispatch now; ask again on the next insert or completion.
+    Nothing,
+}
+
+/// The elevator interface. Hooks are Required or Optional, as in fio's
+/// `skeleton_external.c`; optional ones have default bodies.
+pub trait Elevator: Send {
+    /// Required. The scheduler's registered name.
+    fn name(&self) -> &'static str;
+
+    /// Required. A process submitted `rq` at `now`
+    /// (Linux: `blk_mq_sched_insert_request` -> `insert_requests`).
+    fn insert(&mut self, rq: Request, now: SimTime);
+
+    /// Required. The device can take a request
+    /// (Linux: `blk_mq_run_hw_queue` -> `dispatch_request`).
+    fn dispatch(&mut self, now: SimTime) -> Dispatch;
+
+    /// Optional. The device finished `rq` (Linux: `completed_request`).
+    fn completed(&mut self, _rq: &Request, _now: SimTime) {}
+
+    /// Optional. The instant returned in [`Dispatch::IdleUntil`] arrived
+    /// (Linux: the scheduler's timer or hrtimer callback).
+    fn timer(&mut self, _now: SimTime) {}
+
+    /// Optional. A process exited (Linux: `exit_icq`).
+    fn exit_process(&mut self, _pid: ProcessId, _now: SimTime) {}
+
+    /// Required. Requests held by the scheduler, not yet dispatched.
+    fn queued(&self) -> usize;
+
+    /// Optional. Anticipation accounting, for schedulers that anticipate.
+    fn anticipation(&self) -> Option<AnticipationStats> {
+        None
+    }
+}
+
+/// The Table 1 accounting of the WPCAS paper (DESIGN.md), shared by AS,
+/// the 95% heuristic and WPCAS. A-T = A-S + A-F holds by construction:
+/// every started anticipation ends exactly once, as a success or a failure.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AnticipationStats {
+    /// A-T: anticipations started.
+    pub started: u64,
+    /// A-S: ended by the arrival of a request worth breaking for.
+    pub succeeded: u64,
+    /// A-F: ended by the timer or anything else.
+    pub failed: u64,
+    /// A-ST: total time spent waiting in successful anticipations.
+    pub success_wait_ns: u64,
+    /// A-FT: total time spent waiting in failed anticipations.
+    pub failure_wait_ns: u64,
+}
+
+impl AnticipationStats {
+    /// Deceptive idleness = A-FT / A-T, in ms.
+    pub fn deceptive_idleness_ms(&self) -> f64 {
+        ratio_ms(self.failure_wait_ns, self.started)
+    }
+    /// Mean success wait = A-ST / A-S, in ms.
+    pub fn mean_success_wait_ms(&self) -> f64 {
+        ratio_ms(self.success_wait_ns, self.succeeded)
+    }
+}
+
+fn ratio_ms(total_ns: u64, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        total_ns as f64 / count as f64 / 1e6
+    }
+}
+
+/// A tunable, declared as data like the `STORE_INT(fn, ptr, MIN, MAX)`
+/// entries of Linux's elevators. `unit` is the unit sysfs shows.
+#[derive(Copy, Clone, Debug, Serialize)]
+pub struct Tunable {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub min: f64,
+    pub max: f64,
+    pub default: f64,
+    pub help: &'static str,
+}
+
+/// What a scheduler is built with besides its tunables.
+#[derive(Clone)]
+pub struct SchedContext {
+    /// Positioning-cost estimates from the disk model of the experiment
+    /// (DESIGN.md: schedulers never reach into the disk's state).
+    pub position_cost: Arc<dyn PositionCost>,
+}
+
+/// Tunable values after validation: every declared tunable has a value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TunableValues(pub BTreeMap<String, f64>);
+
+impl TunableValues {
+    /// The value of a declared tunable. Panics on a name the scheduler did
+    /// not declare: that is a bug in the scheduler, not a user error.
+    pub fn get(&self, name: &str) -> f64 {
+        match self.0.get(name) {
+            Some(v) => *v,
+            None => panic!("tunable '{name}' was not declared"),
+        }
+    }
+    /// A duration tunable given in ms, as nanoseconds.
+    pub fn ms_as_ns(&self, name: &str) -> u64 {
+        crate::time::ms_to_ns(self.get(name))
+    }
+}
+
+/// One entry of the scheduler table.
+pub struct SchedulerInfo {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub summary: &'static str,
+    pub tunables: &'static [Tunable],
+    pub build: fn(&TunableValues, &SchedContext) -> Box<dyn Elevator>,
+}
+
+/// Every scheduler the simulator knows, keyed by name.
+pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO];
+
+/// Look a scheduler up by name or alias.
+pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
+    let lower = name.to_ascii_lowercase();
+    SCHEDULERS
+        .iter()
+        .find(|s| s.name == lower || s.aliases.contains(&lower.as_str()))
+        .ok_or_else(|| {
+            let names: Vec<&str> = SCHEDULERS.iter().map(|s| s.name).collect();
+            Error::unknown("scheduler", name, &names)
+        })
+}
+
+/// Check user-given tunables against the declaration and fill in defaults.
+/// `field` prefixes error messages (e.g. `scheduler[1]`).
+pub fn resolve_tunables(
+    info: &SchedulerInfo,
+    given: &BTreeMap<String, f64>,
+    field: &str,
+) -> Result<TunableValues> {
+    let mut values = BTreeMap::new();
+    for t in info.tunables {
+        values.insert(t.name.to_string(), t.default);
+    }
+    for (name, &v) in given {
+        let Some(t) = info.tunables.iter().find(|t| t.name == name) else {
+            let names: Vec<&str> = info.tunables.iter().map(|t| t.name).collect();
+            return Err(Error::invalid(
+                format!("{field}.{name}"),
+                format!(
+                    "'{}' has no tunable '{name}'; its tunables are: {}",
+                    info.name,
+                    if names.is_empty() { "(none)".into() } else { names.join(", ") }
+                ),
+            ));
+        };
+        if !v.is_finite() || v < t.min || v > t.max {
+            return Err(Error::invalid(
+                format!("{field}.{name}"),
+                format!("{v} is outside [{}, {}] {}", t.min, t.max, t.unit),
+            ));
+        }
+        values.insert(name.clone(), v);
+    }
+    Ok(TunableValues(values))
+}
+
+/// Build a scheduler by name with the given tunables.
+pub fn build(
+    name: &str,
+    given: &BTreeMap<String, f64>,
+    ctx: &SchedContext,
+) -> Result<(Box<dyn Elevator>, TunableValues)> {
+    let info = find(name)?;
+    let values = resolve_tunables(info, given, name)?;
+    Ok(((info.build)(&values, ctx), values))
+}

@@ -1,0 +1,5 @@
+import sys
+
+from iolab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,56 @@
+"""The ``iolab`` command.
+
+Each subcommand lives in its own module of this package and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` to the
+function that runs it. A user error is raised as :class:`UserError` (or a
+``ValueError``/``OSError`` from the native core) and printed as one line,
+without a backtrace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from iolab.cli.errors import UserError
+
+# Subcommand modules, in the order `iolab --help` lists them.
+SUBCOMMANDS = [
+
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from iolab import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="iolab",
+        description="A laboratory for disk I/O scheduling and disk-bound storage.",
+    )
+    parser.add_argument("--version", action="version", version=f"iolab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"iolab: error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as e:
+        print(f"iolab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("iolab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
