@@ -1,1 +1,348 @@
-//! (being written)
+//! The discrete-event engine: processes → scheduler → device → completions.
+//!
+//! Events are ordered by `(time, seq)`: `seq` is a counter stamped when an
+//! event is scheduled, so events at the same nanosecond come out first-in,
+//! first-out and a run never depends on heap internals (the same rule as
+//! nexosim's priority queue). There are three kinds of event: a process
+//! wakes up (start, end of a think), the device completes its request, and
+//! a scheduler timer fires.
+//!
+//! Order of work on a completion, as in Linux: the elevator hears of it
+//! (`completed_request`), the device is refilled (the queue is run from the
+//! completion path), and only then does the issuing process wake up and
+//! submit its next request. That ordering is what makes deceptive idleness
+//! visible: a work-conserving scheduler has already moved the head away
+//! when the next sequential request arrives.
+
+use crate::disk::{DeviceOrder, Disk};
+use crate::error::{Error, Result};
+use crate::metrics::Collector;
+use crate::request::{ProcessId, Request};
+use crate::rng::SimRng;
+use crate::sched::{Dispatch, Elevator};
+use crate::time::SimTime;
+use crate::workload::{BuiltWorkload, Process, Step};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// How a run is stopped from outside and how it reports progress. Shared
+/// with the thread that shows a progress bar and handles Ctrl-C.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    /// Set to stop the run at the next check.
+    pub cancel: AtomicBool,
+    /// Requests completed so far (updated every few thousand events).
+    pub completed: AtomicU64,
+}
+
+/// Events between two looks at the cancel flag and two progress updates.
+const CHECK_EVERY: u64 = 1 << 14;
+
+/// Device and stopping parameters of one run.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub queue_depth: u32,
+    pub device_order: DeviceOrder,
+    /// Stop at this simulated time.
+    pub max_time: Option<SimTime>,
+    /// Stop after this many completions.
+    pub max_requests: Option<u64>,
+    pub seed: u64,
+}
+
+/// Hooks for tests and tracing; all optional.
+pub trait Observer {
+    fn inserted(&mut self, _rq: &Request, _now: SimTime) {}
+    fn dispatched(&mut self, _rq: &Request, _now: SimTime) {}
+    fn completed(&mut self, _rq: &Request, _now: SimTime) {}
+}
+
+/// An observer that does nothing (compiled away).
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+/// What the engine hands back to the experiment layer.
+pub struct Outcome {
+    pub end: SimTime,
+    /// Service time already charged to the device past `end`.
+    pub overhang_ns: u64,
+    pub collector: Collector,
+    pub events: u64,
+    pub classes: Vec<String>,
+    pub process_names: Vec<String>,
+    /// The scheduler's anticipation accounting at the end of the run.
+    pub anticipation: Option<crate::sched::AnticipationStats>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Wake(ProcessId),
+    DiskDone,
+    Timer,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    time: SimTime,
+    seq: u64,
+    kind: Kind,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum ProcState {
+    /// Not started yet, or thinking: a Wake event is pending.
+    Sleeping,
+    /// Waiting for one of its requests.
+    Blocked,
+    Exited,
+}
+
+struct Engine<'o, O: Observer> {
+    now: SimTime,
+    seq: u64,
+    heap: BinaryHeap<Reverse<Event>>,
+    sched: Box<dyn Elevator>,
+    disk: Box<dyn Disk>,
+    capacity: u64,
+    procs: Vec<Box<dyn Process>>,
+    state: Vec<ProcState>,
+    rngs: Vec<SimRng>,
+    depth: usize,
+    order: DeviceOrder,
+    device_queue: Vec<Request>,
+    in_service: Option<(Request, SimTime)>,
+    timer_armed: Option<SimTime>,
+    next_id: u32,
+    metrics: Collector,
+    obs: &'o mut O,
+}
+
+/// Run one simulation to its end.
+pub fn run(
+    disk: Box<dyn Disk>,
+    sched: Box<dyn Elevator>,
+    workload: BuiltWorkload,
+    cfg: &EngineConfig,
+    control: &RunControl,
+) -> Result<Outcome> {
+    run_observed(disk, sched, workload, cfg, control, &mut NoObserver)
+}
+
+/// [`run`] with an observer that sees every insert, dispatch and completion.
+pub fn run_observed<O: Observer>(
+    disk: Box<dyn Disk>,
+    sched: Box<dyn Elevator>,
+    workload: BuiltWorkload,
+    cfg: &EngineConfig,
+    control: &RunControl,
+    obs: &mut O,
+) -> Result<Outcome> {
+    if cfg.queue_depth == 0 {
+        return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
+    }
+    let BuiltWorkload { classes, processes } = workload;
+    let n = processes.len();
+    let process_class = processes.iter().map(|p| p.process.class()).collect();
+    let process_names = processes.iter().map(|p| p.name.clone()).collect();
+    let mut e = Engine {
+        now: SimTime::ZERO,
+        seq: 0,
+        heap: BinaryHeap::with_capacity(n + 8),
+        capacity: disk.capacity_sectors(),
+        sched,
+        disk,
+        procs: Vec::with_capacity(n),
+        state: vec![ProcState::Sleeping; n],
+        rngs: (0..n as u64).map(|i| SimRng::for_stream(cfg.seed, i + 1)).collect(),
+        depth: cfg.queue_depth as usize,
+        order: cfg.device_order,
+        device_queue: Vec::with_capacity(cfg.queue_depth as usize),
+        in_service: None,
+        timer_armed: None,
+        next_id: 0,
+        metrics: Collector::new(process_class, classes.len()),
+        obs,
+    };
+    for (pid, entry) in processes.into_iter().enumerate() {
+        e.schedule(entry.start, Kind::Wake(pid as ProcessId));
+        e.procs.push(entry.process);
+    }
+    let mut events = 0u64;
+    let mut end = None;
+    while let Some(Reverse(ev)) = e.heap.pop() {
+        if let Some(limit) = cfg.max_time {
+            if ev.time > limit {
+                end = Some(limit);
+                break;
+            }
+        }
+        debug_assert!(ev.time >= e.now, "time went backwards");
+        e.now = ev.time;
+        events += 1;
+        if events % CHECK_EVERY == 0 {
+            control.completed.store(e.metrics.completed, Ordering::Relaxed);
+            if control.cancel.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+        }
+        match ev.kind {
+            Kind::Wake(pid) => e.run_process(pid)?,
+            Kind::DiskDone => e.complete()?,
+            Kind::Timer => {
+                if e.timer_armed == Some(ev.time) {
+                    e.timer_armed = None;
+                    e.sched.timer(e.now);
+                    e.fill();
+                }
+            }
+        }
+        if cfg.max_requests.is_some_and(|m| e.metrics.completed >= m) {
+            end = Some(e.now);
+            break;
+        }
+    }
+    control.completed.store(e.metrics.completed, Ordering::Relaxed);
+    let end = match end {
+        Some(t) => t,
+        None => {
+            // The event queue ran dry: every process exited, so the
+            // scheduler must have handed out everything it was given.
+            if e.sched.queued() > 0 {
+                return Err(Error::invalid(
+                    "scheduler",
+                    format!(
+                        "'{}' stalled at {:?} with {} requests queued and no timer armed",
+                        e.sched.name(),
+                        e.now,
+                        e.sched.queued()
+                    ),
+                ));
+            }
+            e.now
+        }
+    };
+    let overhang_ns = e.in_service.map_or(0, |(_, done)| done.since(end));
+    let anticipation = e.sched.anticipation();
+    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation })
+}
+
+impl<O: Observer> Engine<'_, O> {
+    fn schedule(&mut self, time: SimTime, kind: Kind) {
+        self.seq += 1;
+        self.heap.push(Reverse(Event { time, seq: self.seq, kind }));
+    }
+
+    /// Let a runnable process act until it thinks, blocks or exits.
+    fn run_process(&mut self, pid: ProcessId) -> Result<()> {
+        let p = pid as usize;
+        loop {
+            match self.procs[p].next(self.now, &mut self.rngs[p]) {
+                Step::Issue(op) => {
+                    if op.nr_sectors == 0 || op.sector + op.nr_sectors as u64 > self.capacity {
+                        return Err(Error::invalid(
+                            "workload",
+                            format!(
+                                "process {pid} asked for sectors {}+{} beyond the disk's {}",
+                                op.sector, op.nr_sectors, self.capacity
+                            ),
+                        ));
+                    }
+                    let rq = Request {
+                        id: self.next_id,
+                        pid,
+                        sector: op.sector,
+                        nr_sectors: op.nr_sectors,
+                        dir: op.dir,
+                        sync: op.sync,
+                        arrival: self.now,
+                    };
+                    self.next_id += 1;
+                    self.metrics.inserted += 1;
+                    self.obs.inserted(&rq, self.now);
+                    self.sched.insert(rq, self.now);
+                    self.fill();
+                }
+                Step::Think(ns) => {
+                    self.state[p] = ProcState::Sleeping;
+                    self.schedule(self.now + ns, Kind::Wake(pid));
+                    return Ok(());
+                }
+                Step::Wait => {
+                    self.state[p] = ProcState::Blocked;
+                    return Ok(());
+                }
+                Step::Exit => {
+                    self.state[p] = ProcState::Exited;
+                    self.sched.exit_process(pid, self.now);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Ask the scheduler for requests while the device has room.
+    fn fill(&mut self) {
+        while self.device_queue.len() + (self.in_service.is_some() as usize) < self.depth {
+            match self.sched.dispatch(self.now) {
+                Dispatch::Request(rq) => {
+                    self.metrics.dispatched += 1;
+                    self.obs.dispatched(&rq, self.now);
+                    self.device_queue.push(rq);
+                    if self.in_service.is_none() {
+                        self.start_service();
+                    }
+                }
+                Dispatch::IdleUntil(t) => {
+                    let t = t.max(self.now);
+                    if self.timer_armed != Some(t) {
+                        self.timer_armed = Some(t);
+                        self.schedule(t, Kind::Timer);
+                    }
+                    return;
+                }
+                Dispatch::Nothing => return,
+            }
+        }
+    }
+
+    /// Start the next request of the device's own queue.
+    fn start_service(&mut self) {
+        if self.device_queue.is_empty() {
+            return;
+        }
+        let idx = match self.order {
+            DeviceOrder::Fifo => 0,
+            DeviceOrder::Sptf => {
+                let (disk, now) = (&self.disk, self.now);
+                // Ties go to the oldest (lowest index): min_by_key keeps the first.
+                (0..self.device_queue.len())
+                    .min_by_key(|&i| disk.positioning_ns(&self.device_queue[i], now))
+                    .unwrap_or(0)
+            }
+        };
+        let rq = self.device_queue.remove(idx);
+        let s = self.disk.service(&rq, self.now);
+        self.metrics.service_started(&s);
+        let done = self.now + s.total_ns;
+        self.in_service = Some((rq, done));
+        self.schedule(done, Kind::DiskDone);
+    }
+
+    fn complete(&mut self) -> Result<()> {
+        let Some((rq, _)) = self.in_service.take() else {
+            return Err(Error::invalid("engine", "completion without a request in service"));
+        };
+        self.metrics.request_completed(&rq, self.now);
+        self.obs.completed(&rq, self.now);
+        self.sched.completed(&rq, self.now);
+        self.start_service();
+        self.fill();
+        let p = rq.pid as usize;
+        self.procs[p].completed(&rq, self.now);
+        if self.state[p] == ProcState::Blocked {
+            self.run_process(rq.pid)?;
+        }
+        Ok(())
+    }
+}

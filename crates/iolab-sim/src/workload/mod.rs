@@ -1,1 +1,187 @@
-//! (being written)
+//! Workloads: the simulated processes that submit requests.
+//!
+//! Brief overview: a workload spec ([`WorkloadSpec`], the `[workload]`
+//! table) is built into processes ([`Process`]), each with its own file
+//! region on the disk and its own random stream. The engine asks a process
+//! what it does next ([`Process::next`] → [`Step`]) whenever it is
+//! runnable: at its start time, after a think, and after one of its
+//! requests completes.
+
+use crate::error::{Error, Result};
+use crate::request::{Dir, Request, SECTOR_BYTES};
+use crate::rng::SimRng;
+use crate::time::SimTime;
+use serde::{Deserialize, Serialize};
+
+pub mod group;
+pub mod iozone;
+pub mod pattern;
+pub mod process;
+pub mod think;
+
+/// One request a process wants to submit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct IoOp {
+    pub sector: u64,
+    pub nr_sectors: u32,
+    pub dir: Dir,
+    pub sync: bool,
+}
+
+/// What a process does next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Submit this request now (then the engine asks again at once).
+    Issue(IoOp),
+    /// Compute for this many ns, then ask again.
+    Think(u64),
+    /// Block until one of its requests completes.
+    Wait,
+    /// The process is done.
+    Exit,
+}
+
+/// A simulated process.
+pub trait Process: Send {
+    /// Index into the workload's class names.
+    fn class(&self) -> u32;
+    /// Called whenever the process is runnable.
+    fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step;
+    /// One of its requests completed (the engine then calls `next` unless
+    /// the process is thinking).
+    fn completed(&mut self, rq: &Request, now: SimTime);
+}
+
+/// A process ready to run, with its name and start time.
+pub struct ProcessEntry {
+    pub name: String,
+    pub start: SimTime,
+    pub process: Box<dyn Process>,
+}
+
+/// The processes of a workload and the names of their classes.
+pub struct BuiltWorkload {
+    pub classes: Vec<String>,
+    pub processes: Vec<ProcessEntry>,
+}
+
+/// The `[workload]` table of an experiment spec.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum WorkloadSpec {
+    /// The paper's IOzone runs (`iozone -i 0 -i 1` or `-i 2`, `-t N`).
+    Iozone(iozone::IozoneSpec),
+    /// Groups of processes described field by field.
+    Processes(group::ProcessesSpec),
+}
+
+/// How process files are laid out on the disk.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// File i of n starts at i/n of the disk (files in different block
+    /// groups, far apart: the case where anticipation pays).
+    #[default]
+    Spread,
+    /// Files one after the other from the start of the disk.
+    Packed,
+}
+
+/// Build the processes of a workload on a disk of `capacity_sectors`.
+pub fn build(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<BuiltWorkload> {
+    match spec {
+        WorkloadSpec::Iozone(s) => iozone::build(s, capacity_sectors),
+        WorkloadSpec::Processes(s) => group::build(s, capacity_sectors),
+    }
+}
+
+/// Named workloads for `iolab compare --workload NAME`, with a summary.
+pub fn presets() -> Vec<(&'static str, &'static str, WorkloadSpec)> {
+    vec![
+        (
+            "iozone",
+            "IOzone -i 0 -i 1 -I: N processes, each writes then reads its own file sequentially",
+            WorkloadSpec::Iozone(iozone::IozoneSpec::default()),
+        ),
+        (
+            "iozone-random",
+            "IOzone -i 2 -I: N processes, random reads then random writes of their own file",
+            WorkloadSpec::Iozone(iozone::IozoneSpec { mode: iozone::IozoneMode::Random, ..Default::default() }),
+        ),
+        (
+            "deceptive-idleness",
+            "Iyer & Druschel's scenario: sequential synchronous readers with short think times",
+            WorkloadSpec::Processes(group::ProcessesSpec::deceptive_idleness()),
+        ),
+    ]
+}
+
+/// Look a named workload up.
+pub fn preset(name: &str) -> Result<WorkloadSpec> {
+    let all = presets();
+    let names: Vec<&str> = all.iter().map(|p| p.0).collect();
+    all.iter()
+        .find(|p| p.0 == name)
+        .map(|p| p.2.clone())
+        .ok_or_else(|| Error::unknown("workload", name, &names))
+}
+
+/// Kilobytes (KiB, as IOzone's -r and -s count them) to whole sectors.
+pub(crate) fn kib_to_sectors(field: &str, kib: f64) -> Result<u64> {
+    let sectors = (kib * 1024.0 / SECTOR_BYTES as f64).round();
+    if !(kib.is_finite() && sectors >= 1.0) {
+        return Err(Error::invalid(field, format!("expected at least 0.5 KiB, got {kib}")));
+    }
+    Ok(sectors as u64)
+}
+
+/// Start sectors for `files` regions of `sizes[i]` sectors each.
+pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &str) -> Result<Vec<u64>> {
+    const ALIGN: u64 = 8; // 4 KiB, a file-system block
+    let total: u64 = sizes.iter().sum();
+    if total > capacity {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "the files need {} MiB but the disk holds {} MiB",
+                total * SECTOR_BYTES >> 20,
+                capacity * SECTOR_BYTES >> 20
+            ),
+        ));
+    }
+    let n = sizes.len() as u64;
+    let mut starts = Vec::with_capacity(sizes.len());
+    let mut next_free = 0u64;
+    for (i, &size) in sizes.iter().enumerate() {
+        let wanted = match placement {
+            Placement::Packed => next_free,
+            Placement::Spread => (capacity / n.max(1) * i as u64) / ALIGN * ALIGN,
+        };
+        let start = wanted.max(next_free).min(capacity - size);
+        starts.push(start);
+        next_free = (start + size).div_ceil(ALIGN) * ALIGN;
+    }
+    Ok(starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_and_packed_placement() {
+        let s = place(Placement::Spread, &[16, 16, 16, 16], 4000, "w").unwrap();
+        assert_eq!(s, [0, 1000, 2000, 3000]);
+        let p = place(Placement::Packed, &[10, 16, 16], 4000, "w").unwrap();
+        assert_eq!(p, [0, 16, 32]);
+        assert!(place(Placement::Packed, &[3000, 3000], 4000, "w").is_err());
+    }
+
+    #[test]
+    fn every_preset_builds() {
+        for (name, _, spec) in presets() {
+            let w = build(&spec, 1 << 22).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!w.processes.is_empty());
+        }
+    }
+}

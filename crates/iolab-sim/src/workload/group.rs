@@ -1,0 +1,185 @@
+//! Workloads written field by field: groups of identical processes.
+//!
+//! ```toml
+//! [workload]
+//! kind = "processes"
+//! placement = "spread"
+//!
+//! [[workload.group]]
+//! name = "readers"            # the class of these processes
+//! count = 4
+//! pattern = "sequential"      # sequential | random | strided | backward
+//! op = "read"                 # read | write | mix (read_fraction)
+//! sync = true                 # false: write-back, max_outstanding in flight
+//! request_kb = 16
+//! file_mb = 64
+//! think = { dist = "constant", ms = 1 }
+//! ```
+
+use super::pattern::Pattern;
+use super::process::{OpKind, PatternProcess, Phase};
+use super::think::{ThinkSpec, ThinkTime};
+use super::{kib_to_sectors, place, BuiltWorkload, Placement, ProcessEntry};
+use crate::error::{Error, Result};
+use crate::time::{ms_to_ns, SimTime};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessesSpec {
+    #[serde(default)]
+    pub placement: Placement,
+    pub group: Vec<GroupSpec>,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpSpec {
+    #[default]
+    Read,
+    Write,
+    Mix,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GroupSpec {
+    /// Class name (defaults to `group<i>`).
+    pub name: Option<String>,
+    pub count: u32,
+    pub pattern: Pattern,
+    pub op: OpSpec,
+    /// For `op = "mix"`: the probability that an operation is a read.
+    pub read_fraction: f64,
+    pub sync: bool,
+    /// Requests in flight at most for `sync = false`.
+    pub max_outstanding: u32,
+    pub request_kb: f64,
+    pub file_mb: f64,
+    /// For `pattern = "strided"`: the stride in records.
+    pub stride: u64,
+    pub think: ThinkSpec,
+    pub start_ms: f64,
+    /// The process stops issuing at this time (default: never).
+    pub stop_ms: Option<f64>,
+    /// Passes over the file; 0 = keep going until `stop_ms` or the run ends.
+    pub passes: u32,
+}
+
+impl Default for GroupSpec {
+    fn default() -> Self {
+        GroupSpec {
+            name: None,
+            count: 1,
+            pattern: Pattern::Sequential,
+            op: OpSpec::Read,
+            read_fraction: 0.5,
+            sync: true,
+            max_outstanding: 8,
+            request_kb: 4.0,
+            file_mb: 64.0,
+            stride: 2,
+            think: ThinkSpec::default(),
+            start_ms: 0.0,
+            stop_ms: None,
+            passes: 0,
+        }
+    }
+}
+
+impl ProcessesSpec {
+    /// Iyer & Druschel's deceptive-idleness scenario: processes that each
+    /// read their own file sequentially and synchronously with a short
+    /// think time, files far apart on the disk.
+    pub fn deceptive_idleness() -> ProcessesSpec {
+        ProcessesSpec {
+            placement: Placement::Spread,
+            group: vec![GroupSpec {
+                name: Some("seqreader".into()),
+                count: 4,
+                request_kb: 16.0,
+                file_mb: 64.0,
+                think: ThinkSpec::Constant { ms: 1.0 },
+                ..GroupSpec::default()
+            }],
+        }
+    }
+}
+
+fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
+    let record = kib_to_sectors(&format!("{field}.request_kb"), g.request_kb)?;
+    let file = kib_to_sectors(&format!("{field}.file_mb"), g.file_mb * 1024.0)?;
+    if record > file || record > u32::MAX as u64 {
+        return Err(Error::invalid(format!("{field}.request_kb"), "must not exceed the file size"));
+    }
+    let op = match g.op {
+        OpSpec::Read => OpKind::Read,
+        OpSpec::Write => OpKind::Write,
+        OpSpec::Mix => {
+            if !(0.0..=1.0).contains(&g.read_fraction) {
+                return Err(Error::invalid(format!("{field}.read_fraction"), "must be within [0, 1]"));
+            }
+            OpKind::Mix { read_fraction: g.read_fraction }
+        }
+    };
+    if !g.sync && g.max_outstanding == 0 {
+        return Err(Error::invalid(format!("{field}.max_outstanding"), "must be at least 1"));
+    }
+    Ok(Phase {
+        pattern: g.pattern,
+        op,
+        sync: g.sync,
+        max_outstanding: g.max_outstanding,
+        record_sectors: record as u32,
+        stride_records: g.stride.max(1),
+        ops: (g.passes > 0).then(|| (file / record) * g.passes as u64),
+        think: ThinkTime::from_spec(&g.think, &format!("{field}.think"))?,
+    })
+}
+
+fn time_field(field: String, ms: f64) -> Result<SimTime> {
+    if ms.is_finite() && ms >= 0.0 {
+        Ok(SimTime(ms_to_ns(ms)))
+    } else {
+        Err(Error::invalid(field, format!("expected a non-negative number of ms, got {ms}")))
+    }
+}
+
+pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
+    if spec.group.is_empty() {
+        return Err(Error::invalid("workload.group", "needs at least one [[workload.group]]"));
+    }
+    let mut classes = Vec::new();
+    let mut pending = Vec::new(); // (class, name, start, stop, file sectors, phase)
+    for (gi, g) in spec.group.iter().enumerate() {
+        let field = format!("workload.group[{gi}]");
+        if g.count == 0 {
+            return Err(Error::invalid(format!("{field}.count"), "must be at least 1"));
+        }
+        let phase = phase_for(g, &field)?;
+        let file = kib_to_sectors(&format!("{field}.file_mb"), g.file_mb * 1024.0)?;
+        let start = time_field(format!("{field}.start_ms"), g.start_ms)?;
+        let stop = match g.stop_ms {
+            Some(ms) => time_field(format!("{field}.stop_ms"), ms)?,
+            None => SimTime::NEVER,
+        };
+        let class_name = g.name.clone().unwrap_or_else(|| format!("group{gi}"));
+        let class = classes.len() as u32;
+        classes.push(class_name.clone());
+        for i in 0..g.count {
+            pending.push((class, format!("{class_name}.{i}"), start, stop, file, phase.clone()));
+        }
+    }
+    let sizes: Vec<u64> = pending.iter().map(|p| p.4).collect();
+    let starts = place(spec.placement, &sizes, capacity, "workload")?;
+    let processes = pending
+        .into_iter()
+        .zip(starts)
+        .map(|((class, name, start, stop, file, phase), region)| ProcessEntry {
+            name,
+            start,
+            process: Box::new(PatternProcess::new(class, region, file, stop, vec![phase])),
+        })
+        .collect();
+    Ok(BuiltWorkload { classes, processes })
+}

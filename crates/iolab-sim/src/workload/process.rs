@@ -1,0 +1,141 @@
+//! The standard simulated process: it works through a list of phases, each
+//! a pass (or several) over its file region with one access pattern.
+//!
+//! A synchronous process is closed-loop: it issues one request, waits for
+//! it, thinks, and issues the next. An asynchronous one models write-back:
+//! it issues without waiting, up to `max_outstanding` requests in flight,
+//! and thinks between issues.
+
+use super::pattern::{record_index, Pattern};
+use super::think::ThinkTime;
+use super::{IoOp, Process, Step};
+use crate::request::{Dir, Request};
+use crate::rng::SimRng;
+use crate::time::SimTime;
+
+/// What a phase does to each record.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum OpKind {
+    Read,
+    Write,
+    /// Read with this probability, else write.
+    Mix { read_fraction: f64 },
+}
+
+/// One phase of a process's life.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub pattern: Pattern,
+    pub op: OpKind,
+    /// Synchronous (closed loop) or asynchronous (write-back).
+    pub sync: bool,
+    /// Requests in flight at most (1 for synchronous phases).
+    pub max_outstanding: u32,
+    pub record_sectors: u32,
+    /// Stride in records (strided pattern only).
+    pub stride_records: u64,
+    /// Operations in this phase; `None` = until the process stops.
+    pub ops: Option<u64>,
+    pub think: ThinkTime,
+}
+
+/// A process that runs [`Phase`]s over a contiguous file region.
+pub struct PatternProcess {
+    class: u32,
+    region_start: u64,
+    region_sectors: u64,
+    stop: SimTime,
+    phases: Vec<Phase>,
+    phase: usize,
+    /// Operations issued in the current phase.
+    done: u64,
+    outstanding: u32,
+    /// A think is due before the next issue.
+    think_due: bool,
+}
+
+impl PatternProcess {
+    /// The region should hold at least one record of every phase (a
+    /// smaller region is used as one record).
+    pub fn new(class: u32, region_start: u64, region_sectors: u64, stop: SimTime, phases: Vec<Phase>) -> Self {
+        PatternProcess {
+            class,
+            region_start,
+            region_sectors,
+            stop,
+            phases,
+            phase: 0,
+            done: 0,
+            outstanding: 0,
+            think_due: false,
+        }
+    }
+
+    /// Index of the phase in progress, moving on when one is finished.
+    fn current(&mut self) -> Option<usize> {
+        while let Some(p) = self.phases.get(self.phase) {
+            // A phase ends when its last request completes (IOzone runs its
+            // tests one after the other).
+            if p.ops.is_some_and(|n| self.done >= n) && self.outstanding == 0 {
+                self.phase += 1;
+                self.done = 0;
+                self.think_due = false;
+            } else {
+                return Some(self.phase);
+            }
+        }
+        None
+    }
+}
+
+impl Process for PatternProcess {
+    fn class(&self) -> u32 {
+        self.class
+    }
+
+    fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
+        let stopped = now >= self.stop;
+        let Some(pi) = self.current() else {
+            return if self.outstanding > 0 { Step::Wait } else { Step::Exit };
+        };
+        let p = &self.phases[pi];
+        let (outstanding, done) = (self.outstanding, self.done);
+        if stopped || p.ops.is_some_and(|n| done >= n) {
+            return if outstanding > 0 { Step::Wait } else { Step::Exit };
+        }
+        if self.think_due && !p.think.is_zero() {
+            let ns = p.think.draw(rng);
+            self.think_due = false;
+            if ns > 0 {
+                return Step::Think(ns);
+            }
+        }
+        let limit = if p.sync { 1 } else { p.max_outstanding.max(1) };
+        if outstanding >= limit {
+            return Step::Wait;
+        }
+        let rec = p.record_sectors as u64;
+        let records = (self.region_sectors / rec).max(1);
+        let idx = record_index(p.pattern, done, records, p.stride_records, rng);
+        let dir = match p.op {
+            OpKind::Read => Dir::Read,
+            OpKind::Write => Dir::Write,
+            OpKind::Mix { read_fraction } => {
+                if rng.unit() < read_fraction {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                }
+            }
+        };
+        let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
+        self.done += 1;
+        self.outstanding += 1;
+        self.think_due = true;
+        Step::Issue(op)
+    }
+
+    fn completed(&mut self, _rq: &Request, _now: SimTime) {
+        self.outstanding -= 1;
+    }
+}
