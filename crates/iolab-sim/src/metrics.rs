@@ -25,8 +25,9 @@ impl Tally {
         Tally { hist: Histogram::new(3).expect("3 significant digits is valid"), sum_ns: 0, bytes: 0 }
     }
     fn record(&mut self, latency_ns: u64, bytes: u64) {
-        // Auto-resizing histogram: recording cannot fail for a u64 value.
-        self.hist.saturating_record(latency_ns.max(1));
+        // `Histogram::new` auto-resizes, so recording any u64 succeeds
+        // (`saturating_record` would clamp to the current, small range).
+        self.hist.record(latency_ns.max(1)).expect("auto-resizing histogram");
         self.sum_ns += latency_ns as u128;
         self.bytes += bytes;
     }

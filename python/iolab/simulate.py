@@ -1,0 +1,124 @@
+"""Running simulations from Python: load a spec, run its jobs on every core,
+and collect a deterministic result document.
+
+Each job (one scheduler configuration on one seed) runs in the native core
+with the GIL released, so a thread pool spreads jobs over all cores. The
+result document depends only on the spec and the seeds: jobs are sorted
+back into spec order, and nothing time- or machine-dependent is recorded.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from iolab import _iolab
+from iolab.cli.errors import UserError
+
+
+def parse_overrides(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``["a.b=1", ...]`` to ``[("a.b", "1"), ...]``, with a clear error."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set {item!r}: expected KEY=VALUE, e.g. workload.processes=40")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def load_spec(path: str | os.PathLike, overrides: Sequence[tuple[str, str]] = ()) -> "_iolab.Experiment":
+    """Read and check a TOML (or ``.json``) spec file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such spec file") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    fmt = "json" if p.suffix == ".json" else "toml"
+    return _iolab.Experiment.parse(text, str(p), fmt, list(overrides))
+
+
+def spec_from_dict(spec: dict, name: str = "<command line>", overrides: Sequence[tuple[str, str]] = ()) -> "_iolab.Experiment":
+    """Check a spec given as a dict (as `iolab compare` builds one)."""
+    return _iolab.Experiment.parse(json.dumps(spec), name, "json", list(overrides))
+
+
+@dataclass
+class Outcome:
+    """What a set of jobs produced."""
+
+    document: dict[str, Any]
+    interrupted: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def run_experiment(
+    exp: "_iolab.Experiment",
+    workers: Optional[int] = None,
+    on_progress: Optional[Callable[[int, int, int], None]] = None,
+) -> Outcome:
+    """Run every job of ``exp`` and return the result document.
+
+    ``on_progress(done_jobs, total_jobs, simulated_requests)`` is called
+    about five times a second. Ctrl-C (KeyboardInterrupt) cancels the
+    running jobs and returns what finished, with ``interrupted`` set.
+    """
+    jobs = exp.jobs()
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    controls = [_iolab.RunControl() for _ in jobs]
+    results: dict[int, dict] = {}
+    interrupted = False
+    errors: list[str] = []
+    finished_requests = 0
+    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iolab-sim") as pool:
+        futures = {
+            pool.submit(exp.run_job, sched, seed, controls[i]): i for i, (sched, seed) in enumerate(jobs)
+        }
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = cf.wait(pending, timeout=0.2)
+                for f in done:
+                    i = futures[f]
+                    try:
+                        results[i] = json.loads(f.result())
+                        finished_requests += results[i]["requests"]["completed"]
+                    except KeyboardInterrupt:
+                        interrupted = True
+                    except ValueError as e:
+                        errors.append(str(e))
+                if on_progress:
+                    running = sum(controls[futures[f]].completed for f in pending)
+                    on_progress(len(results), len(jobs), finished_requests + running)
+                if errors:
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        if interrupted or errors:
+            for c in controls:
+                c.cancel()
+            for f in pending:
+                f.cancel()
+            for f in pending:
+                try:
+                    results[futures[f]] = json.loads(f.result())
+                except (KeyboardInterrupt, ValueError, cf.CancelledError):
+                    pass
+    if errors:
+        raise UserError(errors[0])
+    runs = [results[i] for i in sorted(results)]
+    document = {
+        "iolab_version": _iolab.__version__,
+        "rng": _iolab.RNG_ALGORITHM,
+        "spec": json.loads(exp.spec_json()),
+        "seeds": sorted({seed for _, seed in jobs}),
+        "interrupted": interrupted,
+        "runs": runs,
+    }
+    return Outcome(document=document, interrupted=interrupted, errors=errors)
