@@ -1,0 +1,93 @@
+//! `make bench`: simulated requests per second of wall time, for each
+//! scheduler on workloads of one million requests, side by side in one run.
+//! Figures, not assertions: see docs/bench.md.
+//!
+//! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [SCHEDULER ...]
+
+use iolab_sim::disk::{self, DiskSpec};
+use iolab_sim::engine::{self, EngineConfig, RunControl};
+use iolab_sim::sched::{self, SchedContext};
+use iolab_sim::workload::group::{GroupSpec, ProcessesSpec};
+use iolab_sim::workload::pattern::Pattern;
+use iolab_sim::workload::think::ThinkSpec;
+use iolab_sim::workload::{self, Placement, WorkloadSpec};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+fn workloads() -> Vec<(&'static str, WorkloadSpec)> {
+    let g = |pattern, think_ms: f64| {
+        WorkloadSpec::Processes(ProcessesSpec {
+            placement: Placement::Spread,
+            group: vec![GroupSpec {
+                count: 16,
+                pattern,
+                request_kb: 4.0,
+                file_mb: 256.0,
+                think: ThinkSpec::Exponential { mean_ms: think_ms },
+                ..GroupSpec::default()
+            }],
+        })
+    };
+    vec![
+        ("16 sequential readers, think 1 ms", g(Pattern::Sequential, 1.0)),
+        ("16 random readers, think 2 ms", g(Pattern::Random, 2.0)),
+    ]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut requests = 1_000_000u64;
+    let mut disk_name = String::from("hp97560");
+    let mut names = Vec::new();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--requests" => requests = args.next().and_then(|v| v.parse().ok()).expect("--requests N"),
+            "--disk" => disk_name = args.next().expect("--disk PRESET"),
+            _ => names.push(a),
+        }
+    }
+    if names.is_empty() {
+        names = sched::SCHEDULERS.iter().map(|s| s.name.to_string()).collect();
+    }
+    let spec = DiskSpec { preset: Some(disk_name.clone()), ..DiskSpec::default() };
+    if let Err(e) = disk::build(&spec, Path::new(".")) {
+        eprintln!("iolab-sim-bench: {e}");
+        std::process::exit(2);
+    }
+    println!("simulator speed: {requests} requests per run on disk '{disk_name}', one core, release build");
+    println!("{:<38} {:<10} {:>12} {:>10} {:>14}", "workload", "scheduler", "requests/s", "wall s", "simulated s");
+    for (wname, w) in workloads() {
+        for name in &names {
+            let disk = disk::build(&spec, Path::new(".")).expect("checked above");
+            let built = workload::build(&w, disk.capacity_sectors()).expect("bench workload builds");
+            let ctx = SchedContext { position_cost: disk.position_cost() };
+            let (elevator, _) = match sched::build(name, &BTreeMap::new(), &ctx) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("iolab-sim-bench: {e}");
+                    std::process::exit(2);
+                }
+            };
+            let cfg = EngineConfig {
+                queue_depth: 1,
+                device_order: Default::default(),
+                max_time: None,
+                max_requests: Some(requests),
+                seed: 1,
+            };
+            let t0 = Instant::now();
+            let out = engine::run(disk, elevator, built, &cfg, &RunControl::default()).expect("bench run");
+            let wall = t0.elapsed().as_secs_f64();
+            let done = out.collector.completed();
+            println!(
+                "{:<38} {:<10} {:>12.0} {:>10.3} {:>14.1}",
+                wname,
+                name,
+                done as f64 / wall,
+                wall,
+                out.end.as_ms_f64() / 1000.0
+            );
+        }
+    }
+}
