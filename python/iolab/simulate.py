@@ -69,7 +69,23 @@ def run_experiment(
     about five times a second. Ctrl-C (KeyboardInterrupt) cancels the
     running jobs and returns what finished, with ``interrupted`` set.
     """
-    jobs = exp.jobs()
+    return run_experiments([exp], workers, on_progress)[0]
+
+
+def run_experiments(
+    exps: Sequence["_iolab.Experiment"],
+    workers: Optional[int] = None,
+    on_progress: Optional[Callable[[int, int, int], None]] = None,
+) -> list[Outcome]:
+    """Run the jobs of several experiments in one pool (one progress count).
+
+    Returns one :class:`Outcome` per experiment, in order. A job that fails
+    (a ValueError from the core) stops everything and raises
+    :class:`UserError`; Ctrl-C keeps what finished in every outcome.
+    """
+    jobs = [(k, sched, seed) for k, exp in enumerate(exps) for sched, seed in exp.jobs()]
+    if not jobs:
+        return [Outcome(document=_document(exp, [], False)) for exp in exps]
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     controls = [_iolab.RunControl() for _ in jobs]
     results: dict[int, dict] = {}
@@ -78,7 +94,7 @@ def run_experiment(
     finished_requests = 0
     with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iolab-sim") as pool:
         futures = {
-            pool.submit(exp.run_job, sched, seed, controls[i]): i for i, (sched, seed) in enumerate(jobs)
+            pool.submit(exps[k].run_job, sched, seed, controls[i]): i for i, (k, sched, seed) in enumerate(jobs)
         }
         pending = set(futures)
         try:
@@ -96,7 +112,7 @@ def run_experiment(
                 if on_progress:
                     running = sum(controls[futures[f]].completed for f in pending)
                     on_progress(len(results), len(jobs), finished_requests + running)
-                if errors:
+                if errors or interrupted:
                     break
         except KeyboardInterrupt:
             interrupted = True
@@ -112,13 +128,19 @@ def run_experiment(
                     pass
     if errors:
         raise UserError(errors[0])
-    runs = [results[i] for i in sorted(results)]
-    document = {
+    outcomes = []
+    for k, exp in enumerate(exps):
+        runs = [results[i] for i in sorted(results) if jobs[i][0] == k]
+        outcomes.append(Outcome(document=_document(exp, runs, interrupted), interrupted=interrupted))
+    return outcomes
+
+
+def _document(exp: "_iolab.Experiment", runs: list[dict], interrupted: bool) -> dict[str, Any]:
+    return {
         "iolab_version": _iolab.__version__,
         "rng": _iolab.RNG_ALGORITHM,
         "spec": json.loads(exp.spec_json()),
-        "seeds": sorted({seed for _, seed in jobs}),
+        "seeds": sorted({seed for _, seed in exp.jobs()}),
         "interrupted": interrupted,
         "runs": runs,
     }
-    return Outcome(document=document, interrupted=interrupted, errors=errors)

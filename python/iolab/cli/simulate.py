@@ -50,33 +50,11 @@ def _console():
 
 
 def _execute(exp, args) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     from iolab import report
-    from iolab.simulate import run_experiment
+    from iolab.cli.progress import run_with_progress
 
     console = _console()
-    if args.quiet or not sys.stderr.isatty():
-        outcome = run_experiment(exp, workers=args.jobs)
-    else:
-        with Progress(
-            TextColumn("[bold]simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"),
-            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-            transient=True, console=_stderr_console(),
-        ) as bar:
-            task = bar.add_task("sim", total=len(exp.jobs()), rate="")
-            state = {"t0": None}
-
-            def progress(done: int, total: int, requests: int) -> None:
-                import time
-
-                now = time.monotonic()
-                if state["t0"] is None:
-                    state["t0"] = now
-                dt = max(now - state["t0"], 1e-6)
-                bar.update(task, completed=done, rate=f"{requests / dt / 1e6:.2f} M req/s")
-
-            outcome = run_experiment(exp, workers=args.jobs, on_progress=progress)
+    outcome = run_with_progress([exp], workers=args.jobs, quiet=args.quiet)[0]
     doc = outcome.document
     if doc["runs"]:
         report.print_summary(doc, console)
@@ -91,12 +69,6 @@ def _execute(exp, args) -> int:
         print(f"iolab: interrupted; kept {len(doc['runs'])} finished run(s)", file=sys.stderr)
         return 130
     return 0
-
-
-def _stderr_console():
-    from rich.console import Console
-
-    return Console(stderr=True)
 
 
 def cmd_run(args) -> int:
