@@ -8,7 +8,6 @@ established by the run.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from iolab.document import Document
 
 # (column, label, getter) for the per-run table; the JSON has them all.
 RUN_FIELDS = [
@@ -121,18 +122,6 @@ def print_summary(doc: dict[str, Any], console) -> None:
     console.print(t)
 
 
-def _markdown_table(header: list[str], cells: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(c) + " |" for c in cells]
-    return "\n".join(out)
-
-
-def _html_table(header: list[str], cells: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
     """Throughput and latency plots (PNG); returns the file names."""
     import matplotlib
@@ -190,7 +179,6 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True) -> list
     anticipation = any(r["anticipates"] for r in doc["runs"])
     header, cells = summary_rows(summary, anticipation)
     spec = doc["spec"]
-    title = spec.get("name") or "iolab simulation"
     disk = spec["disk"].get("preset") or spec["disk"].get("diskspecs")
     wl = spec["workload"]
     facts = [
@@ -199,24 +187,10 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True) -> list
         f"workload: {wl.get('kind')} " + json.dumps({k: v for k, v in wl.items() if k != 'kind'}, sort_keys=True),
     ]
     if doc.get("interrupted"):
-        facts.append("**interrupted**: only the runs that finished are included")
-    md = [f"# {title}", "", *[f"- {f}" for f in facts], "",
-          "Mean ± half-width of the 95% confidence interval over seeds.", "", _markdown_table(header, cells), ""]
-    md += [f"![{img}]({img})" for img in images]
-    (outdir / "report.md").write_text("\n".join(md) + "\n")
-    written.append(outdir / "report.md")
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>{t}</title><style>"
-        "body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse}}"
-        "td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}</style></head><body>"
-        "<h1>{t}</h1><ul>{f}</ul><p>Mean ± half-width of the 95% confidence interval over seeds.</p>{tab}{imgs}"
-        "</body></html>"
-    ).format(
-        t=html.escape(title),
-        f="".join(f"<li>{html.escape(f)}</li>" for f in facts),
-        tab=_html_table(header, cells),
-        imgs="".join(f"<p><img src='{i}' alt='{i}'></p>" for i in images),
-    )
-    (outdir / "report.html").write_text(page)
-    written.append(outdir / "report.html")
+        facts.append("interrupted: only the runs that finished are included")
+    page = Document(spec.get("name") or "iolab simulation")
+    page.bullets(facts).para("Mean ± half-width of the 95% confidence interval over seeds.").table(header, cells)
+    for img in images:
+        page.image(img)
+    written += page.write(outdir)
     return written

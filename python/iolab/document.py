@@ -1,0 +1,133 @@
+"""A report written once and rendered twice, as Markdown and as HTML.
+
+Blocks are added in order (headings, paragraphs, lists, tables, images);
+``markdown()`` and ``html()`` render the same content, so the two reports
+never drift apart.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from dataclasses import dataclass, field
+from typing import Sequence, Union
+
+_STYLE = (
+    "body{font-family:sans-serif;max-width:1150px;margin:2em auto;line-height:1.4}"
+    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%}code{background:#f4f4f4}"
+)
+
+
+@dataclass
+class _Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class _Para:
+    text: str
+
+
+@dataclass
+class _List:
+    items: list[str]
+
+
+@dataclass
+class _Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class _Image:
+    path: str
+    alt: str
+
+
+@dataclass
+class _Code:
+    text: str
+
+
+Block = Union[_Heading, _Para, _List, _Table, _Image, _Code]
+
+
+@dataclass
+class Document:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def heading(self, text: str, level: int = 2) -> "Document":
+        self.blocks.append(_Heading(level, text))
+        return self
+
+    def para(self, text: str) -> "Document":
+        self.blocks.append(_Para(text))
+        return self
+
+    def bullets(self, items: Sequence[str]) -> "Document":
+        self.blocks.append(_List(list(items)))
+        return self
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> "Document":
+        self.blocks.append(_Table(list(header), [list(map(str, r)) for r in rows]))
+        return self
+
+    def image(self, path: str, alt: str = "") -> "Document":
+        self.blocks.append(_Image(path, alt or path))
+        return self
+
+    def code(self, text: str) -> "Document":
+        self.blocks.append(_Code(text))
+        return self
+
+    def markdown(self) -> str:
+        out = [f"# {self.title}", ""]
+        for b in self.blocks:
+            if isinstance(b, _Heading):
+                out += ["#" * b.level + " " + b.text, ""]
+            elif isinstance(b, _Para):
+                out += [b.text, ""]
+            elif isinstance(b, _List):
+                out += [f"- {i}" for i in b.items] + [""]
+            elif isinstance(b, _Table):
+                out.append("| " + " | ".join(b.header) + " |")
+                out.append("|" + "|".join("---" for _ in b.header) + "|")
+                out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in b.rows]
+                out.append("")
+            elif isinstance(b, _Image):
+                out += [f"![{b.alt}]({b.path})", ""]
+            elif isinstance(b, _Code):
+                out += ["```", b.text, "```", ""]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        e = _html.escape
+        parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(self.title)}</title>"
+                 f"<style>{_STYLE}</style></head><body><h1>{e(self.title)}</h1>"]
+        for b in self.blocks:
+            if isinstance(b, _Heading):
+                parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
+            elif isinstance(b, _Para):
+                parts.append(f"<p>{e(b.text)}</p>")
+            elif isinstance(b, _List):
+                parts.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in b.items) + "</ul>")
+            elif isinstance(b, _Table):
+                head = "".join(f"<th>{e(h)}</th>" for h in b.header)
+                body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in b.rows)
+                parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            elif isinstance(b, _Image):
+                parts.append(f"<p><img src='{e(b.path)}' alt='{e(b.alt)}'></p>")
+            elif isinstance(b, _Code):
+                parts.append(f"<pre><code>{e(b.text)}</code></pre>")
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+    def write(self, outdir, stem: str = "report") -> list:
+        """Write STEM.md and STEM.html into ``outdir``; returns the paths."""
+        md, page = outdir / f"{stem}.md", outdir / f"{stem}.html"
+        md.write_text(self.markdown() + "\n")
+        page.write_text(self.html() + "\n")
+        return [md, page]
