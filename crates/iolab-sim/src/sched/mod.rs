@@ -23,6 +23,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod noop;
+pub mod sortfifo;
+#[cfg(test)]
+mod testutil;
 
 /// What a scheduler answers when asked for a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
