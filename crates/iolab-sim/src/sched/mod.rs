@@ -22,6 +22,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod deadline;
 pub mod noop;
 pub mod sortfifo;
 #[cfg(test)]
@@ -157,7 +158,7 @@ pub struct SchedulerInfo {
 }
 
 /// Every scheduler the simulator knows, keyed by name.
-pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO];
+pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO, deadline::INFO];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
