@@ -22,6 +22,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod anticipatory;
 pub mod deadline;
 pub mod noop;
 pub mod sortfifo;
