@@ -159,7 +159,8 @@ pub struct SchedulerInfo {
 }
 
 /// Every scheduler the simulator knows, keyed by name.
-pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO, deadline::INFO];
+pub static SCHEDULERS: &[SchedulerInfo] =
+    &[noop::INFO, deadline::INFO, anticipatory::AS_INFO];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
