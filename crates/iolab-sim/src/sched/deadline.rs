@@ -151,22 +151,16 @@ impl Elevator for Deadline {
 
 /// Tunables, as `/sys/block/<dev>/queue/iosched/` shows them in 2.6.20.
 static TUNABLES: [Tunable; 5] = [
-    Tunable {
-        name: "read_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: READ_EXPIRE_MS,
-        help: "a read is served once it is this old (2.6.20: HZ/2)",
-    },
-    Tunable {
-        name: "write_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: WRITE_EXPIRE_MS,
-        help: "a write is served once it is this old (2.6.20: 5*HZ)",
-    },
+    Tunable::ms(
+        "read_expire",
+        READ_EXPIRE_MS,
+        "a read is served once it is this old (2.6.20: HZ/2)",
+    ),
+    Tunable::ms(
+        "write_expire",
+        WRITE_EXPIRE_MS,
+        "a write is served once it is this old (2.6.20: 5*HZ)",
+    ),
     Tunable {
         name: "writes_starved",
         unit: "batches",
@@ -292,9 +286,10 @@ mod tests {
         d.insert(read(0, 0, 9000), ms(0)); // oldest, highest
         d.insert(read(1, 0, 100), ms(10));
         d.insert(read(2, 0, 108), ms(10));
-        assert_eq!(take(&mut d, ms(20)), 1); // lowest sector
-                                             // Read 2 follows read 1, but the batch (1 request) is full. At
-                                             // 501 ms read 0 has expired (500 ms): it goes first, batch resets.
+        // Read 1 has the lowest sector. Read 2 follows it, but the batch
+        // (1 request) is full. At 501 ms read 0 has expired (500 ms): it
+        // goes first, and the batch resets.
+        assert_eq!(take(&mut d, ms(20)), 1);
         assert_eq!(take(&mut d, ms(501)), 0);
         assert_eq!(d.batching, 1);
         assert_eq!(take(&mut d, ms(502)), 2);

@@ -122,6 +122,18 @@ pub struct Tunable {
     pub help: &'static str,
 }
 
+impl Tunable {
+    /// A duration in ms, 0 up to `INT_MAX` as the 2.6.20 elevators accept
+    /// (`STORE_FUNCTION(.., 0, INT_MAX)`, then `msecs_to_jiffies`).
+    pub const fn ms(name: &'static str, default: f64, help: &'static str) -> Tunable {
+        Tunable { name, unit: "ms", min: 0.0, max: i32::MAX as f64, default, help }
+    }
+    /// The same tunable with a tighter upper bound.
+    pub const fn with_max(self, max: f64) -> Tunable {
+        Tunable { max, ..self }
+    }
+}
+
 /// What a scheduler is built with besides its tunables.
 #[derive(Clone)]
 pub struct SchedContext {

@@ -1,6 +1,8 @@
 //! Helpers for the schedulers' unit tests: build requests and a cost
 //! function without an engine or a disk.
 
+use super::anticipatory::hz::{Hz, PAPER_HZ};
+use super::anticipatory::io_context::IoHistory;
 use super::{Dispatch, Elevator, SchedContext};
 use crate::disk::PositionCost;
 use crate::request::{Dir, ProcessId, Request, RequestId};
@@ -22,6 +24,11 @@ pub fn write(id: RequestId, pid: ProcessId, sector: u64) -> Request {
 
 pub fn ms(x: u64) -> SimTime {
     SimTime(x * NS_PER_MS)
+}
+
+/// An empty AS history at the paper's HZ.
+pub fn hist() -> IoHistory {
+    IoHistory::new(Hz::new(PAPER_HZ))
 }
 
 pub struct NoCost;

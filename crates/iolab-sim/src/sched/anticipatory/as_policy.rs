@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use crate::sched::anticipatory::hz::{Hz, PAPER_HZ};
     use crate::sched::anticipatory::io_context::IoHistory;
-    use crate::sched::testutil::{ms, read, write, NoCost};
+    use crate::sched::testutil::{hist, ms, read, write, NoCost};
     use crate::time::SimTime;
 
     const TARGET: u32 = 0;
@@ -123,8 +123,8 @@ mod tests {
     /// A target with a short think time (2 jiffies) and a small mean seek
     /// (8 sectors), whose request ended at LAST and completed at 10 ms;
     /// the wait (WAIT_NEXT) has lasted `waited_ms`.
-    fn setup(hz: u32) -> IoHistory {
-        let mut h = IoHistory::new(Hz::new(hz));
+    fn setup() -> IoHistory {
+        let mut h = hist();
         for i in 0..4 {
             h.update_iohist(TARGET, &read(i, TARGET, LAST - 8), ms(0));
         }
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn step4_target_has_queued_requests_breaks_before_close_req_feeds_history() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         h.get_mut(TARGET).nr_queued = 1;
         let seek_before = h.get(TARGET).seek;
         assert!(brk(&mut h, Some(&read(9, OTHER, LAST))));
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn step5_close_sync_request_breaks_and_joins_the_targets_history() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         let before = h.get(TARGET).seek.samples;
         assert!(brk(&mut h, Some(&read(9, OTHER, LAST + 100))));
         assert!(h.get(TARGET).seek.samples > before);
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn step5_rescues_an_exited_target_before_step6_would_break() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         h.exit(TARGET);
         h.priors.exit_no_coop = 200; // step 6 alone would break
         assert!(brk(&mut h, Some(&read(9, OTHER, LAST))));
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn step6_exited_target_breaks_if_usually_not_rescued() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         h.exit(TARGET);
         h.priors.exit_no_coop = 129;
         // Short think time: step 7 alone would wait.
@@ -197,7 +197,7 @@ mod tests {
         h.priors.exit_no_coop = 128;
         assert!(!brk(&mut h, Some(&read(9, OTHER, FAR))));
         // With no samples, each check is also an exit_prob event.
-        let mut h = IoHistory::new(Hz::new(PAPER_HZ));
+        let mut h = hist();
         h.exit(TARGET);
         assert!(!brk(&mut h, Some(&read(9, OTHER, FAR))));
         assert_eq!(h.priors.exit_prob, 32);
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn step7_long_think_time_breaks() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         h.get_mut(TARGET).ttime.mean = 6; // = antic_expire: wait
         assert!(!brk(&mut h, Some(&read(9, OTHER, FAR))));
         h.get_mut(TARGET).ttime.mean = 7;
@@ -216,7 +216,7 @@ mod tests {
 
     #[test]
     fn step7_a_new_process_is_judged_by_the_priors() {
-        let mut h = IoHistory::new(Hz::new(PAPER_HZ));
+        let mut h = hist();
         assert!(!brk(&mut h, None)); // priors 0: wait
         h.priors.new_ttime_mean = 7;
         assert!(brk(&mut h, None));
@@ -230,14 +230,14 @@ mod tests {
 
     #[test]
     fn step8_otherwise_wait() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         assert!(!brk(&mut h, Some(&read(9, OTHER, FAR))));
         assert!(!brk(&mut h, None));
     }
 
     #[test]
     fn close_window_is_8192_ahead_4096_behind_without_delay() {
-        let mut h = IoHistory::new(Hz::new(PAPER_HZ));
+        let mut h = hist();
         let aic = IoContext::NEW;
         let c = ctx(&mut h, 0);
         let close = |s| close_req(&c, &aic, &read(9, OTHER, s));
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn close_window_doubles_per_ms_of_waiting_up_to_antic_expire() {
-        let mut h = IoHistory::new(Hz::new(PAPER_HZ));
+        let mut h = hist();
         let aic = IoContext::NEW;
         for waited in 1..=6 {
             let c = ctx(&mut h, waited);
@@ -272,7 +272,7 @@ mod tests {
     fn close_delay_is_ms_compared_with_jiffies() {
         // HZ=250: antic_expire 6 ms is 2 jiffies; one jiffy of waiting is
         // a delay of 4 ms > 2, so any request is close.
-        let mut h = IoHistory::new(Hz::new(250));
+        let mut h = hist();
         let aic = IoContext::NEW;
         let mut c = ctx(&mut h, 4);
         c.hz = Hz::new(250);
@@ -281,13 +281,13 @@ mod tests {
 
     #[test]
     fn close_if_nearer_than_the_mean_seek_or_the_prior() {
-        let mut h = setup(PAPER_HZ);
+        let mut h = setup();
         h.get_mut(TARGET).seek.mean = 20_000;
         let aic = *h.get(TARGET);
         let c = ctx(&mut h, 0);
         assert!(close_req(&c, &aic, &read(9, OTHER, LAST + 19_999)));
         assert!(!close_req(&c, &aic, &read(9, OTHER, LAST + 20_000)));
-        let mut h = IoHistory::new(Hz::new(PAPER_HZ));
+        let mut h = hist();
         h.priors.new_seek_mean = 50_000;
         let c = ctx(&mut h, 0);
         assert!(close_req(&c, &IoContext::NEW, &read(9, OTHER, LAST - 49_999)));

@@ -373,44 +373,12 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
 /// The core's tunables, with Linux's names and sysfs units. A policy's
 /// scheduler entry lists these first, then its own.
 pub const CORE_TUNABLES: [Tunable; 5] = [
-    Tunable {
-        name: "read_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: READ_EXPIRE_MS,
-        help: "a sync request is served once it is this old (2.6.20: HZ/8)",
-    },
-    Tunable {
-        name: "write_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: WRITE_EXPIRE_MS,
-        help: "an async request is served once it is this old (2.6.20: HZ/4)",
-    },
-    Tunable {
-        name: "read_batch_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: READ_BATCH_EXPIRE_MS,
-        help: "length of a sync batch when async requests wait (2.6.20: HZ/2)",
-    },
-    Tunable {
-        name: "write_batch_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: WRITE_BATCH_EXPIRE_MS,
-        help: "target length of an async batch (2.6.20: HZ/8)",
-    },
-    Tunable {
-        name: "antic_expire",
-        unit: "ms",
-        min: 0.0,
-        max: i32::MAX as f64,
-        default: ANTIC_EXPIRE_MS,
-        help: "longest wait for the last process's next request; 0 disables (HZ/150 at HZ=1000)",
-    },
+    Tunable::ms("read_expire", READ_EXPIRE_MS, "a sync request is served once it is this old"),
+    Tunable::ms("write_expire", WRITE_EXPIRE_MS, "an async request is served once it is this old"),
+    Tunable::ms("read_batch_expire", READ_BATCH_EXPIRE_MS, "sync batch length when writes wait"),
+    Tunable::ms("write_batch_expire", WRITE_BATCH_EXPIRE_MS, "target length of an async batch"),
+    // Linux takes any int; a wait of more than 0.6 s is no longer
+    // anticipation (docs/spec.md shows this bound).
+    Tunable::ms("antic_expire", ANTIC_EXPIRE_MS, "longest wait for the last reader; 0: off")
+        .with_max(600.0),
 ];

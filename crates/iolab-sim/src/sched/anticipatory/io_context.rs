@@ -73,7 +73,8 @@ pub struct IoContext {
     /// Seek distance, in sectors.
     pub seek: Ewma,
     /// Its own anticipation record: the Table 1 counts for waits on it,
-    /// for policies that judge a process by how waiting for it went.
+    /// for policies that judge a process by how waiting for it went
+    /// (`started` includes a wait still running).
     pub antic: AnticipationStats,
 }
 
@@ -203,40 +204,40 @@ impl IoHistory {
     /// and counts as a non-event for exit_prob (it did not exit).
     fn update_thinktime(&mut self, pid: ProcessId, ttime: u64) {
         let p = &mut self.priors;
-        let aic = &mut self.procs[pid as usize];
-        if aic.ttime.samples == 0 {
-            p.new_ttime_total = decay(p.new_ttime_total, FP_ONE * ttime);
-            p.new_ttime_mean = p.new_ttime_total / FP_ONE;
+        let t = &mut self.procs[pid as usize].ttime;
+        if t.samples == 0 {
+            p.new_ttime_mean = feed_prior(&mut p.new_ttime_total, ttime);
             p.exit_prob = non_event(p.exit_prob);
         }
-        aic.ttime.push(ttime);
-        aic.ttime.mean = (aic.ttime.total + FP_ONE / 2) / aic.ttime.samples;
+        t.push(ttime);
+        t.mean = (t.total + FP_ONE / 2) / t.samples;
     }
 
     /// as_update_seekdist: the prior sees the raw distance; the process's
     /// own history sees it clamped, so one far seek cannot swamp it.
     fn update_seekdist(&mut self, pid: ProcessId, sdist: u64) {
         let p = &mut self.priors;
-        let aic = &mut self.procs[pid as usize];
-        if aic.seek.samples == 0 {
-            p.new_seek_total = decay(p.new_seek_total, FP_ONE * sdist);
-            p.new_seek_mean = p.new_seek_total / FP_ONE;
+        let s = &mut self.procs[pid as usize].seek;
+        if s.samples == 0 {
+            p.new_seek_mean = feed_prior(&mut p.new_seek_total, sdist);
         }
-        let slack = if aic.seek.samples <= SEEK_NEW_WEIGHT { SEEK_SLACK_NEW } else { SEEK_SLACK };
-        aic.seek.push(sdist.min(aic.seek.mean * 4 + slack));
-        aic.seek.mean = (aic.seek.total + aic.seek.samples / 2) / aic.seek.samples;
+        let slack = if s.samples <= SEEK_NEW_WEIGHT { SEEK_SLACK_NEW } else { SEEK_SLACK };
+        s.push(sdist.min(s.mean * 4 + slack));
+        s.mean = (s.total + s.samples / 2) / s.samples;
     }
+}
+
+/// A prior's update: its total decays without a sample weight, so its mean
+/// is simply total/256 (no bias correction, as in Linux).
+fn feed_prior(total: &mut u64, x: u64) -> u64 {
+    *total = decay(*total, FP_ONE * x);
+    *total / FP_ONE
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::anticipatory::hz::PAPER_HZ;
-    use crate::sched::testutil::{ms, read, write};
-
-    fn hist() -> IoHistory {
-        IoHistory::new(Hz::new(PAPER_HZ))
-    }
+    use crate::sched::testutil::{hist, ms, read, write};
 
     #[test]
     fn sample_weight_decays_32_60_84_towards_256() {

@@ -15,7 +15,8 @@
 //!
 //! A new policy is a type implementing [`AnticPolicy`] plus a
 //! `SchedulerInfo` entry whose build function returns
-//! `AnticCore::new(policy, Config::from_values(v, ..), ctx)`.
+//! `AnticCore::new(policy, Config::from_values(v), ctx)`, listing
+//! `CORE_TUNABLES` before its own.
 
 use super::hz::Hz;
 use super::io_context::{IoContext, IoHistory, IoSample};

@@ -158,12 +158,7 @@ fn tally(s: &mut AnticipationStats, outcome: Outcome, waited: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::anticipatory::hz::{Hz, PAPER_HZ};
-    use crate::sched::testutil::ms;
-
-    fn hist() -> IoHistory {
-        IoHistory::new(Hz::new(PAPER_HZ))
-    }
+    use crate::sched::testutil::{hist, ms};
 
     #[test]
     fn waitreq_goes_to_wait_next_once_the_target_finished() {
