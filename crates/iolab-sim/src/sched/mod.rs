@@ -22,7 +22,12 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod anticipatory;
+pub mod deadline;
 pub mod noop;
+pub mod sortfifo;
+#[cfg(test)]
+mod testutil;
 
 /// What a scheduler answers when asked for a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -117,6 +122,18 @@ pub struct Tunable {
     pub help: &'static str,
 }
 
+impl Tunable {
+    /// A duration in ms, 0 up to `INT_MAX` as the 2.6.20 elevators accept
+    /// (`STORE_FUNCTION(.., 0, INT_MAX)`, then `msecs_to_jiffies`).
+    pub const fn ms(name: &'static str, default: f64, help: &'static str) -> Tunable {
+        Tunable { name, unit: "ms", min: 0.0, max: i32::MAX as f64, default, help }
+    }
+    /// The same tunable with a tighter upper bound.
+    pub const fn with_max(self, max: f64) -> Tunable {
+        Tunable { max, ..self }
+    }
+}
+
 /// What a scheduler is built with besides its tunables.
 #[derive(Clone)]
 pub struct SchedContext {
@@ -154,7 +171,8 @@ pub struct SchedulerInfo {
 }
 
 /// Every scheduler the simulator knows, keyed by name.
-pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO];
+pub static SCHEDULERS: &[SchedulerInfo] =
+    &[noop::INFO, deadline::INFO, anticipatory::AS_INFO];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {

@@ -1,0 +1,183 @@
+//! The request store of the deadline family (deadline, AS): per direction
+//! a sort tree ordered by sector (Linux: `sort_list[2]`, an rbtree filled
+//! by `elv_rb_add`) and a FIFO in arrival order carrying each request's
+//! expiry (`fifo_list[2]` with `rq_set_fifo_time`).
+//!
+//! A request lives in a slab slot and is linked into both structures, so
+//! removing it from the middle of the FIFO is O(1) like `list_del_init`,
+//! and slots are reused: after warm-up the only allocations are the
+//! B-tree's own nodes. The tree key is (sector, request id): Linux's
+//! rbtree keys on the sector alone and dispatches an "alias" (a second
+//! request at the same sector) at once; the simulator keeps both, ordered
+//! by id, since it does not model merging (see docs/schedulers.md).
+
+use crate::request::{Request, RequestId};
+use crate::time::SimTime;
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
+
+/// Index of a request's slot; valid until the request is removed.
+pub type Slot = u32;
+
+const NIL: Slot = Slot::MAX;
+
+struct Entry {
+    rq: Request,
+    dir: u8,
+    fifo_time: SimTime,
+    prev: Slot,
+    next: Slot,
+}
+
+/// Sort trees and FIFOs for two directions (0 and 1; the caller decides
+/// whether that means read/write or sync/async).
+pub struct SortFifo {
+    entries: Vec<Entry>,
+    free: Vec<Slot>,
+    sort: [BTreeMap<(u64, RequestId), Slot>; 2],
+    head: [Slot; 2],
+    tail: [Slot; 2],
+    len: usize,
+}
+
+impl Default for SortFifo {
+    fn default() -> Self {
+        SortFifo {
+            entries: Vec::new(),
+            free: Vec::new(),
+            sort: [BTreeMap::new(), BTreeMap::new()],
+            head: [NIL; 2],
+            tail: [NIL; 2],
+            len: 0,
+        }
+    }
+}
+
+impl SortFifo {
+    /// Queue `rq` in direction `dir`, expiring at `fifo_time`.
+    pub fn add(&mut self, dir: usize, rq: Request, fifo_time: SimTime) -> Slot {
+        let entry = Entry { rq, dir: dir as u8, fifo_time, prev: self.tail[dir], next: NIL };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.entries[s as usize] = entry;
+                s
+            }
+            None => {
+                self.entries.push(entry);
+                (self.entries.len() - 1) as Slot
+            }
+        };
+        match self.tail[dir] {
+            NIL => self.head[dir] = slot,
+            t => self.entries[t as usize].next = slot,
+        }
+        self.tail[dir] = slot;
+        self.sort[dir].insert((rq.sector, rq.id), slot);
+        self.len += 1;
+        slot
+    }
+
+    /// Take a request off its tree and FIFO (`rq_fifo_clear` + `elv_rb_del`).
+    pub fn remove(&mut self, slot: Slot) -> Request {
+        let (rq, dir, prev, next) = {
+            let e = &self.entries[slot as usize];
+            (e.rq, e.dir as usize, e.prev, e.next)
+        };
+        match prev {
+            NIL => self.head[dir] = next,
+            p => self.entries[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail[dir] = prev,
+            n => self.entries[n as usize].prev = prev,
+        }
+        self.sort[dir].remove(&(rq.sector, rq.id));
+        self.free.push(slot);
+        self.len -= 1;
+        rq
+    }
+
+    pub fn rq(&self, slot: Slot) -> &Request {
+        &self.entries[slot as usize].rq
+    }
+    pub fn fifo_time(&self, slot: Slot) -> SimTime {
+        self.entries[slot as usize].fifo_time
+    }
+    /// Oldest request of a direction (`rq_entry_fifo(fifo_list[dir].next)`).
+    pub fn fifo_first(&self, dir: usize) -> Option<Slot> {
+        some(self.head[dir])
+    }
+    /// Lowest-sector request of a direction (`rb_first`).
+    pub fn sort_first(&self, dir: usize) -> Option<Slot> {
+        self.sort[dir].values().next().copied()
+    }
+    /// The request after `slot` in sector order (`rb_next`).
+    pub fn sort_next(&self, slot: Slot) -> Option<Slot> {
+        let (dir, key) = self.key(slot);
+        self.sort[dir].range((Excluded(key), Unbounded)).next().map(|(_, s)| *s)
+    }
+    /// The request before `slot` in sector order (`rb_prev`).
+    pub fn sort_prev(&self, slot: Slot) -> Option<Slot> {
+        let (dir, key) = self.key(slot);
+        self.sort[dir].range(..key).next_back().map(|(_, s)| *s)
+    }
+    /// No request of direction `dir` (`list_empty(&fifo_list[dir])`).
+    pub fn fifo_empty(&self, dir: usize) -> bool {
+        self.head[dir] == NIL
+    }
+    /// Requests held, both directions.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn key(&self, slot: Slot) -> (usize, (u64, RequestId)) {
+        let e = &self.entries[slot as usize];
+        (e.dir as usize, (e.rq.sector, e.rq.id))
+    }
+}
+
+fn some(slot: Slot) -> Option<Slot> {
+    (slot != NIL).then_some(slot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::testutil::read;
+
+    #[test]
+    fn fifo_keeps_arrival_order_and_tree_keeps_sector_order() {
+        let mut q = SortFifo::default();
+        let a = q.add(0, read(0, 0, 300), SimTime(1));
+        let b = q.add(0, read(1, 0, 100), SimTime(2));
+        let c = q.add(0, read(2, 0, 200), SimTime(3));
+        assert_eq!(q.fifo_first(0), Some(a));
+        assert_eq!(q.sort_first(0), Some(b));
+        assert_eq!(q.sort_next(b), Some(c));
+        assert_eq!(q.sort_prev(a), Some(c));
+        assert_eq!(q.sort_next(a), None);
+        assert_eq!(q.remove(a).id, 0);
+        assert_eq!(q.fifo_first(0), Some(b));
+        assert_eq!(q.fifo_time(b), SimTime(2));
+        q.remove(c);
+        q.remove(b);
+        assert!(q.fifo_empty(0) && q.is_empty());
+        assert_eq!(q.len(), 0);
+        // Slots are reused.
+        let d = q.add(1, read(3, 0, 5), SimTime(4));
+        assert!(d <= c.max(a).max(b));
+        assert!(q.fifo_empty(0) && !q.fifo_empty(1));
+    }
+
+    #[test]
+    fn same_sector_requests_coexist_in_id_order() {
+        let mut q = SortFifo::default();
+        let a = q.add(0, read(7, 0, 100), SimTime(0));
+        let b = q.add(0, read(3, 0, 100), SimTime(0));
+        assert_eq!(q.sort_first(0), Some(b));
+        assert_eq!(q.sort_next(b), Some(a));
+    }
+}
