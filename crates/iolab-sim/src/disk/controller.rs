@@ -54,6 +54,10 @@ pub struct Controller {
     pub bus_write_block_ms: f64,
     /// Fraction of a read request buffered before the drive reconnects.
     pub read_watermark: f64,
+    /// "Minimum seek delay": a write's positioning takes at least this
+    /// long, even on the track the head is on (DiskSim applies it to
+    /// writes that do not continue a write stream in the same instant).
+    pub min_write_seek_ms: f64,
 }
 
 impl Controller {
@@ -77,6 +81,7 @@ impl Controller {
             bus_read_block_ms: bus_block_ms,
             bus_write_block_ms: bus_block_ms,
             read_watermark: 0.0,
+            min_write_seek_ms: 0.0,
         }
     }
 
@@ -94,6 +99,7 @@ impl Controller {
             self.reselect_first_ms,
             self.reselect_other_ms,
             self.write_disconnect_ms,
+            self.min_write_seek_ms,
             self.bus_read_block_ms,
             self.bus_write_block_ms,
         ]);

@@ -104,6 +104,7 @@ fn from_disk_block(d: &Block, bus: (f64, f64)) -> Result<HddParams> {
         bus_read_block_ms: bus.0.max(bulk),
         bus_write_block_ms: bus.1.max(bulk),
         read_watermark: d.num_or("High (read) water mark", 0.0)?,
+        min_write_seek_ms: d.num_or("Minimum seek delay", 0.0)?,
     };
     let fast = d.num_or("Fast write level", 0.0)?;
     let cache = CacheParams {

@@ -107,18 +107,21 @@ impl Hdd {
     }
 
     /// Passes over sectors `lbn..lbn+n` starting from `pos` at `t`, track
-    /// by track. `ready(i, k, sector_ns)` gives the earliest instant the
-    /// run of `k` sectors from the i-th may start (writes wait for their
-    /// data; the head then waits whole turns); `on_run(i, k, start,
-    /// sector_ns)` is told when each run starts.
+    /// by track; `on_run(i, k, start, sector_ns)` is told when each run of
+    /// `k` sectors from the i-th starts. A write gives `data` = (instant
+    /// its data starts crossing the bus, ns per block): sector i can be
+    /// written only once block i is in the buffer, checked sector by
+    /// sector ("Calc sector by sector"); when the head reaches a sector
+    /// whose data has not arrived it has to wait for it to come round
+    /// again, a whole revolution later.
     fn walk(
         &self,
         mut pos: (u32, u32),
         mut t: f64,
         lbn: u64,
         n: u64,
-        write: bool,
-        mut ready: impl FnMut(u64, u64, f64) -> f64,
+        data: Option<(f64, f64)>,
+        min_first_move: f64,
         mut on_run: impl FnMut(u64, u64, f64, f64),
     ) -> Walk {
         let mut w = Walk { pos, ..Walk::default() };
@@ -130,26 +133,55 @@ impl Hdd {
             if done == 0 {
                 w.cylinders = pos.0.abs_diff(loc.cyl);
             }
-            let mv = self.mech.move_ns(pos, to, write);
+            let mut mv = self.mech.move_ns(pos, to, data.is_some());
+            if done == 0 {
+                mv = mv.max(min_first_move);
+            }
             let arrive = t + mv;
             let st = self.period_ns / loc.sectors_per_track as f64;
-            let mut wait = self.rot_wait(arrive, loc.angle);
-            let need = ready(done, k, st);
-            if need > arrive + wait {
-                wait += ((need - arrive - wait) / self.period_ns).ceil() * self.period_ns;
-            }
+            let wait = self.rot_wait(arrive, loc.angle);
             let start = arrive + wait;
             on_run(done, k, start, st);
             w.seek_ns += mv;
             w.rot_ns += wait;
             w.xfer_ns += k as f64 * st;
-            t = start + k as f64 * st;
+            t = match data {
+                None => start + k as f64 * st,
+                Some((bus, bw)) => {
+                    let (end, lost) = self.write_run(start, done, k, st, bus, bw);
+                    w.rot_ns += lost;
+                    end
+                }
+            };
             pos = to;
             done += k;
         }
         w.end_ns = t;
         w.pos = pos;
         w
+    }
+
+    /// Writes `k` sectors from the i-th, the head over the first at
+    /// `start`, block g arriving at `bus + (g+1)·bw`. Returns the end and
+    /// the revolutions lost waiting for data.
+    fn write_run(&self, start: f64, i: u64, k: u64, st: f64, bus: f64, bw: f64) -> (f64, f64) {
+        let (mut s, mut j, mut lost) = (start, 0u64, 0.0);
+        while j < k {
+            let g = i + j;
+            let avail = bus + (g + 1) as f64 * bw;
+            if avail > s {
+                let turns = ((avail - s) / self.period_ns).ceil() * self.period_ns;
+                s += turns;
+                lost += turns;
+            }
+            // Sectors g, g+1, ... writable without waiting: block g+m
+            // arrives by the time the head reaches its sector.
+            let m = if bw > st { ((s - avail) / (bw - st)).floor() as u64 + 1 } else { k - j };
+            let m = m.clamp(1, k - j);
+            j += m;
+            s += m as f64 * st;
+        }
+        (s, lost)
     }
 
     /// Where the read-ahead `a` has got to by `until`: the stream re-based
@@ -216,7 +248,7 @@ impl Hdd {
             let (first, last) = (lbn.max(a.next), lbn + n);
             let base = first - a.next;
             let off = first - lbn;
-            let w = self.walk(a.pos, a.from_ns, a.next, last - a.next, false, |_, _, _| 0.0, |i, k, start, st| {
+            let w = self.walk(a.pos, a.from_ns, a.next, last - a.next, None, 0.0, |i, k, start, st| {
                 // Blocks of this run that belong to the request.
                 let lo = i.max(base);
                 let hi = i + k;
@@ -238,7 +270,7 @@ impl Hdd {
         let wm = ((c.read_watermark * n as f64).ceil() as u64).clamp(1, n);
         let (mut t_wm, mut latest) = (0.0f64, 0.0f64);
         let start = (t0 + ovh).max(self.mech_free_ns);
-        let w = self.walk(self.pos, start, lbn, n, false, |_, _, _| 0.0, |i, k, start, st| {
+        let w = self.walk(self.pos, start, lbn, n, None, 0.0, |i, k, start, st| {
             for j in [i, i + k - 1] {
                 latest = latest.max(start + (j - i + 1) as f64 * st + (n - j) as f64 * b);
             }
@@ -276,11 +308,9 @@ impl Hdd {
         let bw = Self::ms(c.bus_write_block_ms);
         let complete = Self::ms(c.write_complete_ms);
         let bus_end = bus + n as f64 * bw;
-        let avail = |i: u64| bus + (i + 1) as f64 * bw;
+        let min_seek = Self::ms(self.ctrl.min_write_seek_ms);
         self.cache.on_write(lbn, lbn + n);
-        let w = self.walk(self.pos, arm.max(self.mech_free_ns), lbn, n, true, |i, k, st| {
-            avail(i).max(avail(i + k - 1) - (k - 1) as f64 * st)
-        }, |_, _, _, _| {});
+        let w = self.walk(self.pos, arm.max(self.mech_free_ns), lbn, n, Some((bus, bw)), min_seek, |_, _, _, _| {});
         self.pos = w.pos;
         if self.cache.params.write_back {
             self.mech_free_ns = w.end_ns;
