@@ -119,7 +119,9 @@ impl Cache {
     /// idle hit"); a stopped stream restarts from the frontier at `at_ns`.
     pub fn after_hit(&mut self, end: u64, at_ns: f64, pos: (u32, u32), capacity: u64) {
         let Some(r) = self.read else { return };
-        let limit = (end.max(r.end) + self.params.max_read_ahead as u64).min(capacity);
+        // The limit counts from the end of this request, not from the
+        // frontier: reading further would push out data not yet asked for.
+        let limit = (end + self.params.max_read_ahead as u64).min(capacity);
         match &mut self.ahead {
             Some(a) => a.limit = a.limit.max(limit),
             None if limit > r.end => {
@@ -169,6 +171,8 @@ mod tests {
         assert!(!c.continues_stream(1009, 1008));
         c.after_hit(1100, 9.0, (3, 1), 1 << 30);
         assert_eq!(c.ahead.unwrap().limit, 1228);
+        c.after_hit(1010, 9.0, (3, 1), 1 << 30);
+        assert_eq!(c.ahead.unwrap().limit, 1228, "a hit never pulls the limit back");
         c.advance(1300);
         assert_eq!(c.read.unwrap().start, 1300 - 256, "segment size bounds what is kept");
         c.on_write(1290, 1292);
