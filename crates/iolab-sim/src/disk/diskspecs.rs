@@ -310,10 +310,16 @@ mod tests {
         assert_eq!((loc.cyl, loc.head, loc.sector), (1, 4, 0));
     }
 
+    /// A fresh scratch directory for one test.
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("iolab-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn malformed_files_name_the_line() {
-        let dir = std::env::temp_dir().join(format!("iolab-ds-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("ds");
         let f = dir.join("bad.diskspecs");
         std::fs::write(&f, "disksim_disk D {\n  Model = source missing.model,\n}\n").unwrap();
         let e = load(&f).unwrap_err().to_string();
@@ -335,8 +341,7 @@ mod tests {
 
     #[test]
     fn reads_seek_tables() {
-        let dir = std::env::temp_dir().join(format!("iolab-seek-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("seek");
         let f = dir.join("x.seek");
         std::fs::write(&f, "Seek distances measured: 3\n0, 0.0\n1, 1.0\n10, 2.0\n").unwrap();
         assert_eq!(seek_table(&f).unwrap().ms(10), 2.0);
