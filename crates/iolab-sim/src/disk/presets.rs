@@ -65,6 +65,10 @@ const MODERN_OUTER_SPT: u32 = 3584;
 /// radius ratio of about 0.5 at constant linear density).
 const MODERN_INNER_SPT: u32 = 1792;
 
+/// Datasheets of the class give write seeks 1 ms slower than read seeks
+/// (e.g. 8.5 vs 9.5 ms): the extra write settle (estimate).
+const WRITE_SETTLE_MS: f64 = 1.0;
+
 /// A 7200 rpm 3.5-inch SATA desktop drive of the 4 KiB-sector era, of the
 /// class of the Seagate BarraCuda ST2000DM008 (2 TB, 7200 rpm, 256 MB
 /// cache, 220 MB/s maximum sustained: its datasheet). What the datasheet
@@ -99,10 +103,12 @@ pub fn modern7200_params() -> HddParams {
         .iter()
         .enumerate()
         .map(|(i, &spt)| {
-            // Skews: whole sectors covering the switch time, plus one
-            // sector of margin, so sequential transfers do not lose a
-            // revolution at a boundary (how manufacturers choose them).
-            let skew = |ms: f64| (ms * 1e6 / sector_ns(spt)).ceil() + 1.0;
+            // Skews: whole sectors covering the switch time of a write
+            // (switch + write settle), plus one sector of margin, so that
+            // neither sequential reads nor writes lose a revolution at a
+            // boundary (reads wait the settle time instead): an estimate
+            // of how manufacturers choose them.
+            let skew = |ms: f64| ((ms + WRITE_SETTLE_MS) * 1e6 / sector_ns(spt)).ceil() + 1.0;
             Zone {
                 first_cyl: i as u32 * cyls_per_zone,
                 last_cyl: (i as u32 + 1) * cyls_per_zone - 1,
@@ -134,9 +140,7 @@ pub fn modern7200_params() -> HddParams {
         mechanics: Mechanics {
             seek,
             head_switch_ms,
-            // Datasheets of the class give write seeks 1 ms slower than
-            // read seeks (e.g. 8.5 vs 9.5 ms): the extra write settle.
-            write_settle_ms: 1.0,
+            write_settle_ms: WRITE_SETTLE_MS,
         },
         // 0.1 ms command overhead (estimate); SATA 6 Gb/s carries 600 MB/s,
         // 0.000853 ms per 512-byte block.
