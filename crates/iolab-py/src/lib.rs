@@ -5,10 +5,12 @@
 use pyo3::prelude::*;
 
 mod sim;
+mod validate;
 
 #[pymodule]
 fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     sim::register(m)?;
+    validate::register(m)?;
     Ok(())
 }

@@ -20,6 +20,8 @@ pub mod request;
 pub mod rng;
 pub mod sched;
 pub mod time;
+pub mod trace;
+pub mod validate;
 pub mod workload;
 
 pub use error::{Error, Result};

@@ -18,6 +18,7 @@ from iolab.cli.errors import UserError
 # Subcommand modules, in the order `iolab --help` lists them.
 SUBCOMMANDS = [
     "iolab.cli.simulate",
+    "iolab.cli.validate",
     "iolab.cli.sweep",
     "iolab.cli.paper",
 ]

@@ -14,7 +14,15 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 
+pub mod cache;
+pub mod controller;
+pub mod diskspecs;
 pub mod fixed;
+pub mod hdd;
+pub mod layout;
+pub mod paramfile;
+pub mod presets;
+pub mod seek;
 
 /// Where a request's time went.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -117,8 +125,11 @@ impl Default for DiskSpec {
 }
 
 /// Built-in disk presets: name and one line of description.
-pub static PRESETS: &[(&str, &str)] =
-    &[(fixed::NAME, "constant service time (`fixed_ms`, default 5 ms); for tests")];
+pub static PRESETS: &[(&str, &str)] = &[
+    (presets::HP97560, "HP 97560 (1994): the WPCAS paper's disk, 1.3 GB, 4002 rpm, seek by its equation (2)"),
+    (presets::MODERN7200, "7200 rpm 2 TB SATA drive of the 4 KiB era (BarraCuda ST2000DM008 class)"),
+    (fixed::NAME, "constant service time (`fixed_ms`, default 5 ms); for tests"),
+];
 
 /// Build the disk a spec describes. `base_dir` resolves relative paths.
 pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
@@ -130,12 +141,13 @@ pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
             Err(Error::invalid("disk", "give either `preset` or `diskspecs`, not both"))
         }
         (None, None) => Err(Error::invalid("disk", "give `preset` or `diskspecs`")),
-        (None, Some(_path)) => {
-            let _ = base_dir;
-            Err(Error::invalid("disk.diskspecs", "DiskSim parameter files are not supported yet"))
+        (None, Some(path)) => {
+            Ok(Box::new(hdd::Hdd::new(diskspecs::load(&base_dir.join(path))?)?))
         }
         (Some(name), None) => match name.as_str() {
             fixed::NAME => Ok(Box::new(fixed::FixedDisk::new(spec.fixed_ms.unwrap_or(5.0))?)),
+            presets::HP97560 => Ok(Box::new(hdd::Hdd::new(presets::hp97560_params())?)),
+            presets::MODERN7200 => Ok(Box::new(hdd::Hdd::new(presets::modern7200_params())?)),
             other => {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
                 Err(Error::unknown("disk preset", other, &names))

@@ -1,0 +1,122 @@
+//! DiskSim's validation traces (`valid/*.trace`): requests measured on a
+//! real drive, one per line,
+//!
+//! ```text
+//! R|W  Miss|Hit|Doub|Trip  LBN  blocks  measured_access_us  delay_us
+//! ```
+//!
+//! Only one request was outstanding at a time. `delay_us` is the idle gap
+//! after this request completed before the next was issued (DiskSim's
+//! reader issues the next request at the completion plus the delay read
+//! on the previous line). Column 2 is what the drive did: for reads a
+//! cache `Hit` or `Miss`; for writes how many times it disconnected from
+//! the bus, `Doub` (twice) or `Trip` (three times, an extra disconnect).
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::path::Path;
+
+/// What the real drive did with a request (column 2).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum Outcome {
+    Miss,
+    Hit,
+    Doub,
+    Trip,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Miss => "Miss",
+            Outcome::Hit => "Hit",
+            Outcome::Doub => "Doub",
+            Outcome::Trip => "Trip",
+        }
+    }
+}
+
+/// One measured request.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Record {
+    pub write: bool,
+    pub outcome: Outcome,
+    pub lbn: u64,
+    pub blocks: u32,
+    pub access_us: f64,
+    pub delay_us: f64,
+}
+
+/// Parses a whole trace; `name` is used in errors (`name:line: ...`).
+pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let bad = |m: String| Error::Line { file: name.to_string(), line: i + 1, message: m };
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.is_empty() {
+            continue;
+        }
+        if f.len() != 6 {
+            return Err(bad(format!(
+                "expected 6 fields 'R|W Miss|Hit|Doub|Trip LBN blocks access_us delay_us', found {}",
+                f.len()
+            )));
+        }
+        let write = match f[0] {
+            "R" => false,
+            "W" => true,
+            x => return Err(bad(format!("field 1 must be R or W, not '{x}'"))),
+        };
+        let outcome = match f[1] {
+            "Miss" => Outcome::Miss,
+            "Hit" => Outcome::Hit,
+            "Doub" => Outcome::Doub,
+            "Trip" => Outcome::Trip,
+            x => return Err(bad(format!("field 2 must be Miss, Hit, Doub or Trip, not '{x}'"))),
+        };
+        let lbn = f[2].parse::<u64>().map_err(|_| bad(format!("field 3 (LBN) must be a whole number, not '{}'", f[2])))?;
+        let blocks = match f[3].parse::<u32>() {
+            Ok(b) if b > 0 => b,
+            _ => return Err(bad(format!("field 4 (blocks) must be a positive whole number, not '{}'", f[3]))),
+        };
+        let us = |k: usize, what: &str| match f[k].parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            _ => Err(bad(format!("field {} ({what}) must be a non-negative number of µs, not '{}'", k + 1, f[k]))),
+        };
+        out.push(Record { write, outcome, lbn, blocks, access_us: us(4, "access time")?, delay_us: us(5, "delay")? });
+    }
+    if out.is_empty() {
+        return Err(Error::Spec { file: name.to_string(), message: "the trace has no requests".into() });
+    }
+    Ok(out)
+}
+
+/// Reads and parses a trace file.
+pub fn read(path: &Path) -> Result<Vec<Record>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    parse(&text, &path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lines() {
+        let r = parse("R Miss  564347     2     14095.370     13876.270\n\nW Trip 5 1 10.5 0\n", "t").unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0], Record { write: false, outcome: Outcome::Miss, lbn: 564347, blocks: 2, access_us: 14095.37, delay_us: 13876.27 });
+        assert!(r[1].write && r[1].outcome == Outcome::Trip);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse("R Miss 1 2 3 4\nX Miss 1 2 3 4\n", "v.trace").unwrap_err();
+        assert_eq!(e.to_string(), "v.trace:2: field 1 must be R or W, not 'X'");
+        let e = parse("R Miss 1 0 3 4\n", "v.trace").unwrap_err();
+        assert!(e.to_string().starts_with("v.trace:1: field 4"), "{e}");
+        let e = parse("R Miss 1 2 3\n", "v.trace").unwrap_err();
+        assert!(e.to_string().starts_with("v.trace:1: expected 6 fields"), "{e}");
+        assert!(parse("\n", "e").is_err());
+    }
+}

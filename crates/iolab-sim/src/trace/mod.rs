@@ -1,0 +1,3 @@
+//! Readers of trace files.
+
+pub mod disksim_validation;
