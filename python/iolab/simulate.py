@@ -12,6 +12,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import os
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -89,34 +92,32 @@ def run_experiments(
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     controls = [_iolab.RunControl() for _ in jobs]
     results: dict[int, dict] = {}
-    interrupted = False
     errors: list[str] = []
     finished_requests = 0
-    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iolab-sim") as pool:
+    stop = threading.Event()
+    with _sigint_sets(stop), cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iolab-sim") as pool:
         futures = {
             pool.submit(exps[k].run_job, sched, seed, controls[i]): i for i, (k, sched, seed) in enumerate(jobs)
         }
         pending = set(futures)
-        try:
-            while pending:
-                done, pending = cf.wait(pending, timeout=0.2)
-                for f in done:
-                    i = futures[f]
-                    try:
-                        results[i] = json.loads(f.result())
-                        finished_requests += results[i]["requests"]["completed"]
-                    except KeyboardInterrupt:
-                        interrupted = True
-                    except ValueError as e:
-                        errors.append(str(e))
-                if on_progress:
-                    running = sum(controls[futures[f]].completed for f in pending)
-                    on_progress(len(results), len(jobs), finished_requests + running)
-                if errors or interrupted:
-                    break
-        except KeyboardInterrupt:
-            interrupted = True
-        if interrupted or errors:
+        while pending and not stop.is_set() and not errors:
+            done, pending = cf.wait(pending, timeout=0.2)
+            for f in done:
+                i = futures[f]
+                try:
+                    results[i] = json.loads(f.result())
+                    finished_requests += results[i]["requests"]["completed"]
+                except KeyboardInterrupt:
+                    stop.set()
+                except ValueError as e:
+                    errors.append(str(e))
+            if on_progress:
+                running = sum(controls[futures[f]].completed for f in pending)
+                on_progress(len(results), len(jobs), finished_requests + running)
+        interrupted = stop.is_set()
+        if pending:
+            # Ctrl-C or an error: stop the running jobs, drop the queued ones,
+            # keep whatever finished meanwhile.
             for c in controls:
                 c.cancel()
             for f in pending:
@@ -133,6 +134,21 @@ def run_experiments(
         runs = [results[i] for i in sorted(results) if jobs[i][0] == k]
         outcomes.append(Outcome(document=_document(exp, runs, interrupted), interrupted=interrupted))
     return outcomes
+
+
+@contextmanager
+def _sigint_sets(stop: threading.Event):
+    """While running, Ctrl-C sets `stop` instead of raising wherever the
+    main thread happens to be, so finished results are always kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _document(exp: "_iolab.Experiment", runs: list[dict], interrupted: bool) -> dict[str, Any]:

@@ -23,7 +23,7 @@ fn workloads() -> Vec<(&'static str, WorkloadSpec)> {
                 count: 16,
                 pattern,
                 request_kb: 4.0,
-                file_mb: 256.0,
+                file_mb: 64.0,
                 think: ThinkSpec::Exponential { mean_ms: think_ms },
                 ..GroupSpec::default()
             }],
