@@ -172,7 +172,7 @@ pub struct SchedulerInfo {
 
 /// Every scheduler the simulator knows, keyed by name.
 pub static SCHEDULERS: &[SchedulerInfo] =
-    &[noop::INFO, deadline::INFO, anticipatory::AS_INFO];
+    &[noop::INFO, deadline::INFO, anticipatory::AS_INFO, anticipatory::AS95_INFO, anticipatory::WPCAS_INFO];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {

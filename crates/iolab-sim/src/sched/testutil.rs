@@ -53,3 +53,40 @@ pub fn take(e: &mut dyn Elevator, now: SimTime) -> RequestId {
         other => panic!("expected a request at {now:?}, got {other:?}"),
     }
 }
+
+/// Seek time proportional to distance: 1 µs per sector, so tests can
+/// compute service-time estimates by hand.
+pub struct LinearCost;
+
+impl PositionCost for LinearCost {
+    fn seek_ns(&self, from: u64, to: u64) -> u64 {
+        from.abs_diff(to) * 1_000
+    }
+    fn mean_rotation_ns(&self) -> u64 {
+        0
+    }
+}
+
+/// A policy context for `target` waiting (WAIT_NEXT since 10 ms) with the
+/// head at `last_sector`, over `h`, with `antic_expire` 6 ms.
+pub fn policy_ctx<'a>(
+    h: &'a mut IoHistory,
+    target: ProcessId,
+    last_sector: u64,
+    cost: &'a dyn PositionCost,
+) -> super::anticipatory::policy::PolicyCtx<'a> {
+    use super::anticipatory::policy::{AnticStatus, PolicyCtx};
+    PolicyCtx {
+        now: ms(10),
+        hz: Hz::new(PAPER_HZ),
+        antic_expire_ns: ms(6).ns(),
+        hist: h,
+        target,
+        status: AnticStatus::WaitNext,
+        ioc_finished: true,
+        antic_start: ms(10),
+        last_sector,
+        next_sync: None,
+        cost,
+    }
+}

@@ -26,56 +26,76 @@ impl AnticPolicy for AsPolicy {
 
     /// as_can_break_anticipation, from step 3 on.
     fn can_break(&mut self, ctx: &mut PolicyCtx<'_>, rq: Option<&Request>, _at: Moment) -> bool {
-        // 3. No io context: wait. Every simulated process has one (the
-        //    context is created on its first request), so this never fires.
-        let aic = *ctx.target_ioc();
-        // 4. The target has more requests queued (or dispatched, always 0
-        //    here, see io_context).
-        if aic.nr_queued > 0 {
-            return true;
-        }
-        // 5. A close sync request from another, cooperating, process. It
-        //    becomes part of the target's history, and if the target has
-        //    exited this is the "rescued by a cooperating request" case.
-        if let Some(rq) = rq.filter(|r| r.sync && close_req(ctx, &aic, r)) {
-            let p = &mut ctx.hist.priors;
-            if !aic.running {
-                if aic.ttime.samples == 0 {
-                    p.exit_prob = event(p.exit_prob);
-                }
-                p.exit_no_coop = non_event(p.exit_no_coop);
-            }
-            ctx.hist.update_iohist(ctx.target, rq, ctx.now);
-            return true;
-        }
-        let antic_expire = ctx.antic_expire_jiffies();
-        let p = &mut ctx.hist.priors;
-        // 6. The target has exited: break if exited processes are usually
-        //    not rescued by cooperating requests.
-        if !aic.running {
-            if aic.ttime.samples == 0 {
-                p.exit_prob = event(p.exit_prob);
-            }
-            if p.exit_no_coop > HALF {
-                return true;
-            }
-        }
-        // 7. It thinks too long between requests (judged by the priors for
-        //    a process with no history, which may also just have exited).
-        if aic.ttime.samples == 0 {
-            if p.new_ttime_mean > antic_expire || p.exit_prob * p.exit_no_coop > HALF * FP_ONE {
-                return true;
-            }
-        } else if aic.ttime.mean > antic_expire {
-            return true;
-        }
-        // 8. Worth waiting for.
-        false
+        cooperation_breaks(ctx, rq) || thinks_too_long(ctx)
     }
 
     /// AS waits `antic_expire` for everyone.
     fn wait_ns(&self, ctx: &PolicyCtx<'_>) -> u64 {
         ctx.antic_expire_ns
+    }
+}
+
+/// Steps 3 to 6 of as_can_break_anticipation: the target has more
+/// requests queued, a cooperating process sent a close sync request (fed
+/// into the target's history), or the target exited and exited processes
+/// are usually not rescued. The 95% heuristic and WPCAS keep these steps
+/// and replace step 7.
+pub fn cooperation_breaks(ctx: &mut PolicyCtx<'_>, rq: Option<&Request>) -> bool {
+    // 3. No io context: wait. Every simulated process has one (the
+    //    context is created on its first request), so this never fires.
+    target_has_queued(ctx) || close_cooperator(ctx, rq) || exited_unrescued(ctx)
+}
+
+/// Step 4: the target has more requests queued (or dispatched, always 0
+/// here, see io_context).
+pub fn target_has_queued(ctx: &PolicyCtx<'_>) -> bool {
+    ctx.target_ioc().nr_queued > 0
+}
+
+/// Step 5: a close sync request from another, cooperating, process. It
+/// becomes part of the target's history, and if the target has exited this
+/// is the "rescued by a cooperating request" case.
+pub fn close_cooperator(ctx: &mut PolicyCtx<'_>, rq: Option<&Request>) -> bool {
+    let aic = *ctx.target_ioc();
+    let Some(rq) = rq.filter(|r| r.sync && close_req(ctx, &aic, r)) else {
+        return false;
+    };
+    let p = &mut ctx.hist.priors;
+    if !aic.running {
+        if aic.ttime.samples == 0 {
+            p.exit_prob = event(p.exit_prob);
+        }
+        p.exit_no_coop = non_event(p.exit_no_coop);
+    }
+    ctx.hist.update_iohist(ctx.target, rq, ctx.now);
+    true
+}
+
+/// Step 6: the target has exited; break if exited processes are usually
+/// not rescued by cooperating requests.
+pub fn exited_unrescued(ctx: &mut PolicyCtx<'_>) -> bool {
+    let aic = *ctx.target_ioc();
+    if aic.running {
+        return false;
+    }
+    let p = &mut ctx.hist.priors;
+    if aic.ttime.samples == 0 {
+        p.exit_prob = event(p.exit_prob);
+    }
+    p.exit_no_coop > HALF
+}
+
+/// Step 7 of as_can_break_anticipation: the target thinks longer than
+/// `antic_expire` between requests (judged by the priors for a process with
+/// no history, which may also just have exited). Step 8: otherwise wait.
+pub fn thinks_too_long(ctx: &PolicyCtx<'_>) -> bool {
+    let aic = ctx.target_ioc();
+    let antic_expire = ctx.antic_expire_jiffies();
+    let p = &ctx.hist.priors;
+    if aic.ttime.samples == 0 {
+        p.new_ttime_mean > antic_expire || p.exit_prob * p.exit_no_coop > HALF * FP_ONE
+    } else {
+        aic.ttime.mean > antic_expire
     }
 }
 

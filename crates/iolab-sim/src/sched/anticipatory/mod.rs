@@ -10,6 +10,7 @@
 //! (jiffies where Linux's behaviour depends on them), `policy` (the policy
 //! trait), `as_policy` (Linux 2.6.20's rules).
 
+pub mod as95_policy;
 pub mod as_policy;
 pub mod batch;
 pub mod choose;
@@ -17,14 +18,18 @@ pub mod core;
 pub mod hz;
 pub mod io_context;
 pub mod policy;
+pub mod think_history;
 pub mod wait;
+pub mod wpcas_policy;
 
 #[cfg(test)]
 mod tests;
 
+use self::as95_policy::{As95Policy, AS95_TUNABLES};
 use self::as_policy::AsPolicy;
+use self::wpcas_policy::{WpcasPolicy, WPCAS_TUNABLES};
 use self::core::{AnticCore, Config, CORE_TUNABLES};
-use super::{Elevator, SchedContext, SchedulerInfo, TunableValues};
+use super::{Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
 
 /// AS's "read" direction: sync requests (index as `Request::sync_index`).
 pub const SYNC: usize = 0;
@@ -43,4 +48,48 @@ pub const AS_INFO: SchedulerInfo = SchedulerInfo {
 
 fn build_as(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
     Box::new(AnticCore::new(AsPolicy, Config::from_values(v), ctx))
+}
+
+/// Core tunables followed by a policy's own.
+const fn with_core<const N: usize, const M: usize>(own: [Tunable; N]) -> [Tunable; M] {
+    let mut out = [CORE_TUNABLES[0]; M];
+    let mut i = 0;
+    while i < CORE_TUNABLES.len() {
+        out[i] = CORE_TUNABLES[i];
+        i += 1;
+    }
+    while i < M {
+        out[i] = own[i - CORE_TUNABLES.len()];
+        i += 1;
+    }
+    out
+}
+
+static WPCAS_ALL: [Tunable; 10] = with_core(WPCAS_TUNABLES);
+static AS95_ALL: [Tunable; 9] = with_core(AS95_TUNABLES);
+
+/// WPCAS: AS with process classification and service-time evaluation.
+pub const WPCAS_INFO: SchedulerInfo = SchedulerInfo {
+    name: wpcas_policy::NAME,
+    aliases: &[],
+    summary: "AS + per-process anticipation periods (PC) and a service-time test (STE), Chen et al.",
+    tunables: &WPCAS_ALL,
+    build: build_wpcas,
+};
+
+fn build_wpcas(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
+    Box::new(AnticCore::new(WpcasPolicy::new(wpcas_policy::Params::from_values(v)), Config::from_values(v), ctx))
+}
+
+/// The 95% heuristic of Iyer & Druschel on the anticipation core.
+pub const AS95_INFO: SchedulerInfo = SchedulerInfo {
+    name: as95_policy::NAME,
+    aliases: &["95", "95%"],
+    summary: "Iyer & Druschel's 95% heuristic: wait up to the p95 think time when the benefit exceeds the cost",
+    tunables: &AS95_ALL,
+    build: build_as95,
+};
+
+fn build_as95(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
+    Box::new(AnticCore::new(As95Policy::new(as95_policy::Params::from_values(v)), Config::from_values(v), ctx))
 }
