@@ -3,7 +3,8 @@
 //! Events are ordered by `(time, seq)`: `seq` is a counter stamped when an
 //! event is scheduled, so events at the same nanosecond come out first-in,
 //! first-out and a run never depends on heap internals (the same rule as
-//! nexosim's priority queue). There are three kinds of event: a process
+//! nexosim's priority queue), except that timers come last at their
+//! instant (see [`Event`]). There are three kinds of event: a process
 //! wakes up (start, end of a think), the device completes its request, and
 //! a scheduler timer fires.
 //!
@@ -82,9 +83,16 @@ enum Kind {
     Timer,
 }
 
+/// Ordered by time, then timers after everything else at the same
+/// instant, then scheduling order. A timer set for t therefore covers the
+/// whole of [start, t]: a request that arrives exactly at t is seen before
+/// the wait is declared failed (the order of two events at one nanosecond is
+/// otherwise arbitrary, and a wait bounded by a measured think time — the
+/// 95% heuristic, WPCAS — ends exactly when such a request arrives).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Event {
     time: SimTime,
+    timer_last: bool,
     seq: u64,
     kind: Kind,
 }
@@ -230,7 +238,7 @@ pub fn run_observed<O: Observer>(
 impl<O: Observer> Engine<'_, O> {
     fn schedule(&mut self, time: SimTime, kind: Kind) {
         self.seq += 1;
-        self.heap.push(Reverse(Event { time, seq: self.seq, kind }));
+        self.heap.push(Reverse(Event { time, timer_last: kind == Kind::Timer, seq: self.seq, kind }));
     }
 
     /// Let a runnable process act until it thinks, blocks or exits.

@@ -138,8 +138,8 @@ pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, Strin
 fn apply_override(root: &mut Value, key: &str, raw: &str) -> std::result::Result<(), String> {
     let value: Value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
     let parts: Vec<&str> = key.split('.').collect();
-    if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
-        return Err("expected SECTION.FIELD=VALUE, e.g. workload.processes=40 or as.antic_expire=4".into());
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("expected KEY=VALUE with a dotted KEY, e.g. workload.processes=40 or as.antic_expire=4".into());
     }
     let obj = root.as_object_mut().ok_or("the spec is not a table")?;
     // SCHEDULER.TUNABLE: every scheduler entry with that name or label.

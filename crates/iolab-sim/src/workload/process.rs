@@ -103,16 +103,18 @@ impl Process for PatternProcess {
         if stopped || p.ops.is_some_and(|n| done >= n) {
             return if outstanding > 0 { Step::Wait } else { Step::Exit };
         }
+        // Blocked first, then think: a synchronous process thinks after
+        // its request completes, not while it is in flight.
+        let limit = if p.sync { 1 } else { p.max_outstanding.max(1) };
+        if outstanding >= limit {
+            return Step::Wait;
+        }
         if self.think_due && !p.think.is_zero() {
             let ns = p.think.draw(rng);
             self.think_due = false;
             if ns > 0 {
                 return Step::Think(ns);
             }
-        }
-        let limit = if p.sync { 1 } else { p.max_outstanding.max(1) };
-        if outstanding >= limit {
-            return Step::Wait;
         }
         let rec = p.record_sectors as u64;
         let records = (self.region_sectors / rec).max(1);
@@ -137,5 +139,60 @@ impl Process for PatternProcess {
 
     fn completed(&mut self, _rq: &Request, _now: SimTime) {
         self.outstanding -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::NS_PER_MS;
+
+    fn phase(sync: bool, max_outstanding: u32) -> Phase {
+        Phase {
+            pattern: Pattern::Sequential,
+            op: OpKind::Read,
+            sync,
+            max_outstanding,
+            record_sectors: 8,
+            stride_records: 1,
+            ops: Some(3),
+            think: ThinkTime::Constant(NS_PER_MS),
+        }
+    }
+
+    fn rq(sector: u64) -> Request {
+        Request { id: 0, pid: 0, sector, nr_sectors: 8, dir: Dir::Read, sync: true, arrival: SimTime::ZERO }
+    }
+
+    #[test]
+    fn sync_process_thinks_after_completion_not_during_io() {
+        let mut rng = SimRng::new(1);
+        let mut p = PatternProcess::new(0, 100, 64, SimTime::NEVER, vec![phase(true, 1)]);
+        let t = SimTime::ZERO;
+        assert!(matches!(p.next(t, &mut rng), Step::Issue(IoOp { sector: 100, .. })));
+        assert_eq!(p.next(t, &mut rng), Step::Wait);
+        p.completed(&rq(100), t);
+        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
+        assert!(matches!(p.next(t, &mut rng), Step::Issue(IoOp { sector: 108, .. })));
+    }
+
+    #[test]
+    fn async_writer_thinks_between_issues_up_to_its_bound_then_exits() {
+        let mut rng = SimRng::new(1);
+        let mut ph = phase(false, 2);
+        ph.op = OpKind::Write;
+        let mut p = PatternProcess::new(0, 0, 64, SimTime::NEVER, vec![ph]);
+        let t = SimTime::ZERO;
+        assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
+        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
+        assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
+        assert_eq!(p.next(t, &mut rng), Step::Wait); // two in flight
+        p.completed(&rq(0), t);
+        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
+        assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
+        assert_eq!(p.next(t, &mut rng), Step::Wait); // 3 ops issued: phase done, 2 in flight
+        p.completed(&rq(0), t);
+        p.completed(&rq(0), t);
+        assert_eq!(p.next(t, &mut rng), Step::Exit);
     }
 }
