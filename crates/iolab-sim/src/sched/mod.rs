@@ -22,6 +22,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+pub mod cfq;
 pub mod noop;
 
 /// What a scheduler answers when asked for a request.
@@ -154,7 +155,7 @@ pub struct SchedulerInfo {
 }
 
 /// Every scheduler the simulator knows, keyed by name.
-pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO];
+pub static SCHEDULERS: &[SchedulerInfo] = &[noop::INFO, cfq::INFO];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
