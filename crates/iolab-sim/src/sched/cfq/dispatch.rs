@@ -242,40 +242,35 @@ mod tests {
 
     #[test]
     fn next_request_follows_the_head_with_back_seek_penalty() {
-        let mut c = cfq();
+        let mut c = quantum_one();
         // Head at 10008 after the first. Candidates: 10200 ahead (cost
         // 192) and 9900 behind (cost 2·108 = 216): ahead first.
         c.insert(read(0, 0, 10_000, ms(0)), ms(0));
         serve(&mut c, ms(0));
         c.insert(read(1, 0, 10_200, ms(1)), ms(1));
         c.insert(read(2, 0, 9_900, ms(1)), ms(1));
-        let mut p = super::super::Params::defaults();
-        p.quantum = 1;
-        c.p = p;
         assert_eq!(serve(&mut c, ms(1)).id, 1);
         assert_eq!(serve(&mut c, ms(1)).id, 2);
     }
 
+    /// After one request ending at 100008, which of a request `behind`
+    /// sectors back and one far ahead is served first.
+    fn after_back_seek_of(behind: u64) -> u32 {
+        let mut c = quantum_one();
+        c.insert(read(0, 0, 100_000, ms(0)), ms(0));
+        serve(&mut c, ms(0));
+        c.insert(read(1, 0, 100_008 - behind, ms(1)), ms(1));
+        c.insert(read(2, 0, 5_000_000, ms(1)), ms(1));
+        serve(&mut c, ms(1)).id
+    }
+
     #[test]
     fn backward_seeks_beyond_back_max_wrap() {
-        let mut c = cfq();
-        let mut p = super::super::Params::defaults();
-        p.quantum = 1;
-        c.p = p;
-        c.insert(read(0, 0, 100_000, ms(0)), ms(0));
-        serve(&mut c, ms(0)); // head 100008
-                              // 40000 behind is more than 32768 sectors: wraps, loses to a
-                              // request far ahead; 30000 behind would not.
-        c.insert(read(1, 0, 60_008, ms(1)), ms(1));
-        c.insert(read(2, 0, 5_000_000, ms(1)), ms(1));
-        assert_eq!(serve(&mut c, ms(1)).id, 2);
-        let mut d = cfq();
-        d.p = c.p.clone();
-        d.insert(read(0, 0, 100_000, ms(0)), ms(0));
-        serve(&mut d, ms(0));
-        d.insert(read(1, 0, 70_008, ms(1)), ms(1));
-        d.insert(read(2, 0, 5_000_000, ms(1)), ms(1));
-        assert_eq!(serve(&mut d, ms(1)).id, 1, "30000 behind costs 60000 < 4.9 M");
+        // back_seek_max 16384 KiB = 32768 sectors. 40000 behind wraps and
+        // loses to a request far ahead; 30000 behind costs 60000 and wins.
+        assert_eq!(after_back_seek_of(40_000), 2);
+        assert_eq!(after_back_seek_of(30_000), 1);
+        assert_eq!(after_back_seek_of(32_768), 1, "exactly back_max behind does not wrap");
     }
 
     #[test]

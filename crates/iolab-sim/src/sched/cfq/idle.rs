@@ -316,12 +316,26 @@ mod tests {
     }
 
     #[test]
+    fn timer_after_the_slice_end_expires_even_with_nothing_else_busy() {
+        let mut c = cfq();
+        c.insert(read(0, 0, 1_000, ms(0)), ms(0));
+        let rq = take(&mut c, ms(0)); // slice to 100 ms
+        c.completed(&rq, ms(98));
+        // A deadline past the slice end (Linux's own arithmetic allows
+        // one; here only a re-arm after the end makes one).
+        c.idle_timer = Some(ms(105));
+        c.timer(ms(105));
+        assert_eq!(c.active, None, "used up: expired, not kept waiting");
+    }
+
+    #[test]
     fn timer_lets_a_queued_request_dispatch() {
         let mut c = cfq();
         one(&mut c, 0, 0, 1_000, ms(0), 1);
-        c.insert(read(5, 1, 900_000, ms(2)), ms(2)); // another busy queue
-                                                     // A request reaches the waiting queue without cancelling the timer
-                                                     // (in Linux, one queued between the timer firing and its lock).
+        // Another busy queue.
+        c.insert(read(5, 1, 900_000, ms(2)), ms(2));
+        // A request reaches the waiting queue without cancelling the timer
+        // (in Linux, one queued between the timer firing and its lock).
         c.insert(read(1, 0, 1_008, ms(3)), ms(3));
         c.idle_timer = Some(ms(9));
         c.queues[sync_queue(0)].must_dispatch = false;
