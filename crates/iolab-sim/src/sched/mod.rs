@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod anticipatory;
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 pub mod sortfifo;
@@ -171,8 +172,14 @@ pub struct SchedulerInfo {
 }
 
 /// Every scheduler the simulator knows, keyed by name.
-pub static SCHEDULERS: &[SchedulerInfo] =
-    &[noop::INFO, deadline::INFO, anticipatory::AS_INFO, anticipatory::AS95_INFO, anticipatory::WPCAS_INFO];
+pub static SCHEDULERS: &[SchedulerInfo] = &[
+    noop::INFO,
+    deadline::INFO,
+    cfq::INFO,
+    anticipatory::AS_INFO,
+    anticipatory::AS95_INFO,
+    anticipatory::WPCAS_INFO,
+];
 
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
