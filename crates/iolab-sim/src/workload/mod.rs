@@ -13,9 +13,14 @@ use crate::rng::SimRng;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 
+pub mod arrivals;
+pub mod fileops;
+pub mod fs_layout;
 pub mod group;
+pub mod inode_cache;
 pub mod iozone;
 pub mod pattern;
+pub mod postmark;
 pub mod process;
 pub mod think;
 
@@ -73,6 +78,8 @@ pub enum WorkloadSpec {
     Iozone(iozone::IozoneSpec),
     /// Groups of processes described field by field.
     Processes(group::ProcessesSpec),
+    /// Postmark's three phases through an ext2-like file-system layout.
+    Postmark(postmark::PostmarkSpec),
 }
 
 /// How process files are laid out on the disk.
@@ -92,6 +99,7 @@ pub fn build(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<BuiltWorkload
     match spec {
         WorkloadSpec::Iozone(s) => iozone::build(s, capacity_sectors),
         WorkloadSpec::Processes(s) => group::build(s, capacity_sectors),
+        WorkloadSpec::Postmark(s) => postmark::build(s, capacity_sectors),
     }
 }
 
@@ -112,6 +120,16 @@ pub fn presets() -> Vec<(&'static str, &'static str, WorkloadSpec)> {
             "deceptive-idleness",
             "Iyer & Druschel's scenario: sequential synchronous readers with short think times",
             WorkloadSpec::Processes(group::ProcessesSpec::deceptive_idleness()),
+        ),
+        (
+            "postmark",
+            "Postmark 1.5 defaults: 500 files of 500 B-10 KB, 500 transactions, one process",
+            WorkloadSpec::Postmark(postmark::PostmarkSpec::default()),
+        ),
+        (
+            "postmark-web",
+            "the WPCAS paper's web-server load: 4 Postmark instances, read-mostly, hot-news bursts",
+            WorkloadSpec::Postmark(postmark::PostmarkSpec::web()),
         ),
     ]
 }
