@@ -23,6 +23,7 @@ pub mod pattern;
 pub mod postmark;
 pub mod process;
 pub mod think;
+pub mod web;
 
 /// One request a process wants to submit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,8 @@ pub enum WorkloadSpec {
     Processes(group::ProcessesSpec),
     /// Postmark's three phases through an ext2-like file-system layout.
     Postmark(postmark::PostmarkSpec),
+    /// Web-server workers reading files: Zipf popularity, hot-news bursts.
+    Web(web::WebSpec),
 }
 
 /// How process files are laid out on the disk.
@@ -100,6 +103,7 @@ pub fn build(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<BuiltWorkload
         WorkloadSpec::Iozone(s) => iozone::build(s, capacity_sectors),
         WorkloadSpec::Processes(s) => group::build(s, capacity_sectors),
         WorkloadSpec::Postmark(s) => postmark::build(s, capacity_sectors),
+        WorkloadSpec::Web(s) => web::build(s, capacity_sectors),
     }
 }
 
@@ -130,6 +134,11 @@ pub fn presets() -> Vec<(&'static str, &'static str, WorkloadSpec)> {
             "postmark-web",
             "the WPCAS paper's web-server load: 4 Postmark instances, read-mostly, hot-news bursts",
             WorkloadSpec::Postmark(postmark::PostmarkSpec::web()),
+        ),
+        (
+            "web",
+            "a web server: 8 workers, 10,000 files, Zipf popularity, hot-news bursts that cool",
+            WorkloadSpec::Web(web::WebSpec::default()),
         ),
     ]
 }
