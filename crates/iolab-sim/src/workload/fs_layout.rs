@@ -113,7 +113,7 @@ impl Geometry {
         let rest = total_blocks % group_blocks;
         let groups = full + u64::from(rest >= meta + MIN_LAST_GROUP_DATA);
         if groups == 0 {
-            return bad("group_mb", format!("the disk ({} MiB) is smaller than one block group", capacity_sectors * SECTOR_BYTES >> 20));
+            return bad("group_mb", format!("the disk ({} MiB) is smaller than one block group", (capacity_sectors * SECTOR_BYTES) >> 20));
         }
         Ok(Geometry {
             group_blocks,
@@ -259,14 +259,19 @@ pub struct FsLayout {
     dirs: Vec<Directory>,
     files: Vec<File>,
     free_slots: Vec<u32>,
+    /// Sums over `data` and `inodes`, kept so a create need not add them up.
+    free_blocks: u64,
+    free_inodes: u64,
 }
 
 impl FsLayout {
     pub fn new(geo: Geometry, first: u32, count: u32) -> FsLayout {
         assert!(count > 0 && first + count <= geo.groups, "groups out of range");
-        let data = (first..first + count).map(|g| Bitmap::new(geo.data_blocks(g))).collect();
+        let data: Vec<Bitmap> = (first..first + count).map(|g| Bitmap::new(geo.data_blocks(g))).collect();
         let inodes = (0..count).map(|_| Bitmap::new(geo.inodes_per_group as u64)).collect();
         FsLayout {
+            free_blocks: data.iter().map(Bitmap::free).sum(),
+            free_inodes: count as u64 * geo.inodes_per_group as u64,
             geo,
             first,
             data,
@@ -285,10 +290,10 @@ impl FsLayout {
         self.data.len()
     }
     pub fn free_blocks(&self) -> u64 {
-        self.data.iter().map(Bitmap::free).sum()
+        self.free_blocks
     }
     pub fn free_inodes(&self) -> u64 {
-        self.inodes.iter().map(Bitmap::free).sum()
+        self.free_inodes
     }
     /// Every file slot, live or not, by id.
     pub fn files(&self) -> &[File] {
@@ -413,10 +418,12 @@ impl FsLayout {
                 let (gi, rel) = self.locate_block(b);
                 self.data[gi].clear(rel);
             }
+            self.free_blocks += e.count as u64;
         }
         self.files[id as usize].extents = extents;
         let gi = self.group_index_of_ino(ino);
         self.inodes[gi].clear(ino % self.geo.inodes_per_group as u64);
+        self.free_inodes += 1;
         self.dirs[dir as usize].used[idx as usize] -= 1;
         self.free_slots.push(id);
     }
@@ -461,6 +468,7 @@ impl FsLayout {
             let gi = (home + s) % n;
             if let Some(i) = self.inodes[gi].find_free(0) {
                 self.inodes[gi].set(i);
+                self.free_inodes -= 1;
                 let g = self.first + gi as u32;
                 return Ok(g as u64 * self.geo.inodes_per_group as u64 + i);
             }
@@ -491,6 +499,7 @@ impl FsLayout {
                 while left > 0 {
                     let Some(i) = self.data[gi].find_free(pos).filter(|&i| i < wrap_at) else { break };
                     self.data[gi].set(i);
+                    self.free_blocks -= 1;
                     push_block(out, base + i);
                     left -= 1;
                     pos = i + 1;
@@ -528,6 +537,8 @@ impl FsLayout {
         }
         let used: u64 = self.data.iter().map(|b| b.used).sum();
         assert_eq!(used as usize, owner.len(), "bitmap and owners disagree");
+        assert_eq!(self.free_blocks, self.data.iter().map(Bitmap::free).sum::<u64>());
+        assert_eq!(self.free_inodes, self.inodes.iter().map(Bitmap::free).sum::<u64>());
         for (i, d) in self.dirs.iter().enumerate() {
             assert_eq!(d.used.iter().sum::<u32>(), entries[i] + 2, "dir {i}: entry count");
         }

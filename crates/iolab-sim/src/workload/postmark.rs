@@ -123,17 +123,17 @@ impl PostmarkSpec {
         PostmarkSpec {
             processes: 4,
             files: 2000,
-            transactions: 5000,
+            transactions: 1000,
             subdirectories: 10,
             read_bias: 9,
             create_phase: false,
             delete_phase: false,
             pacing: Some(ArrivalSpec {
-                rate_per_s: 2.0,
-                burst_every_s: 15.0,
+                rate_per_s: 0.5,
+                burst_every_s: 20.0,
                 burst_times_s: Vec::new(),
-                burst_peak_per_s: 40.0,
-                burst_cool_s: 3.0,
+                burst_peak_per_s: 20.0,
+                burst_cool_s: 2.0,
             }),
             ..PostmarkSpec::default()
         }
@@ -288,7 +288,7 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
                     "{} files of up to {} bytes may not fit an instance's {} MiB of block groups",
                     most,
                     cfg.size_max,
-                    fs.free_blocks() * BLOCK_BYTES >> 20
+                    (fs.free_blocks() * BLOCK_BYTES) >> 20
                 ),
             ));
         }
