@@ -42,7 +42,7 @@ pub struct ArrivalSpec {
 
 impl Default for ArrivalSpec {
     fn default() -> Self {
-        ArrivalSpec { rate_per_s: 10.0, burst_every_s: 20.0, burst_times_s: Vec::new(), burst_peak_per_s: 100.0, burst_cool_s: 3.0 }
+        ArrivalSpec { rate_per_s: 5.0, burst_every_s: 20.0, burst_times_s: Vec::new(), burst_peak_per_s: 60.0, burst_cool_s: 3.0 }
     }
 }
 
