@@ -133,6 +133,13 @@ impl OpQueue {
     }
 }
 
+/// The request the engine would make of `op` (tests drive processes
+/// without an engine).
+#[cfg(test)]
+pub(crate) fn request_for(op: IoOp, now: crate::time::SimTime) -> Request {
+    Request { id: 0, pid: 0, sector: op.sector, nr_sectors: op.nr_sectors, dir: op.dir, sync: op.sync, arrival: now }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fs_layout::{FsSpec, Geometry};
@@ -140,15 +147,7 @@ mod tests {
     use crate::time::SimTime;
 
     fn rq(op: IoOp) -> Request {
-        Request {
-            id: 0,
-            pid: 0,
-            sector: op.sector,
-            nr_sectors: op.nr_sectors,
-            dir: op.dir,
-            sync: op.sync,
-            arrival: SimTime::ZERO,
-        }
+        request_for(op, SimTime::ZERO)
     }
 
     #[test]

@@ -579,33 +579,20 @@ impl Process for PostmarkProcess {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fileops::request_for;
     use super::super::IoOp;
     use super::*;
 
-    /// Drive a process with instant completions; (phase, op) per request.
-    fn drive(spec: &PostmarkSpec, seed: u64) -> (PostmarkProcess, Vec<(u8, IoOp)>) {
-        let cfg = config(spec).unwrap();
-        let geo = Geometry::new(&spec.fs, 1 << 22, "fs").unwrap();
-        let fs = FsLayout::new(geo.clone(), 0, geo.groups);
-        let think = ThinkTime::from_spec(&spec.think, "t").unwrap();
-        let mut p = PostmarkProcess::new(0, cfg, think, spec.pacing.clone(), fs, spec.inode_cache, spec.max_outstanding);
-        let mut rng = SimRng::new(seed);
-        let mut now = SimTime::ZERO;
+    /// Run a process to its end with instant completions: the end time
+    /// and (phase, request) for every request.
+    fn run(p: &mut PostmarkProcess, seed: u64) -> (SimTime, Vec<(u8, IoOp)>) {
+        let (mut rng, mut now) = (SimRng::new(seed), SimTime::ZERO);
         let mut ops = Vec::new();
         loop {
             match p.next(now, &mut rng) {
                 Step::Issue(op) => {
                     ops.push((p.phase(), op));
-                    let rq = Request {
-                        id: 0,
-                        pid: 0,
-                        sector: op.sector,
-                        nr_sectors: op.nr_sectors,
-                        dir: op.dir,
-                        sync: op.sync,
-                        arrival: now,
-                    };
-                    p.completed(&rq, now);
+                    p.completed(&request_for(op, now), now);
                 }
                 Step::Think(ns) => now += ns,
                 Step::Wait => panic!("waiting with nothing in flight"),
@@ -613,6 +600,17 @@ mod tests {
             }
         }
         p.fs.check();
+        (now, ops)
+    }
+
+    /// One instance of `spec` on a 2 GiB file system, run to its end.
+    fn drive(spec: &PostmarkSpec, seed: u64) -> (PostmarkProcess, Vec<(u8, IoOp)>) {
+        let cfg = config(spec).unwrap();
+        let geo = Geometry::new(&spec.fs, 1 << 22, "fs").unwrap();
+        let fs = FsLayout::new(geo.clone(), 0, geo.groups);
+        let think = ThinkTime::from_spec(&spec.think, "t").unwrap();
+        let mut p = PostmarkProcess::new(0, cfg, think, spec.pacing.clone(), fs, spec.inode_cache, spec.max_outstanding);
+        let (_, ops) = run(&mut p, seed);
         (p, ops)
     }
 
@@ -697,23 +695,7 @@ mod tests {
         let geo = Geometry::new(&spec.fs, 1 << 22, "fs").unwrap();
         let fs = FsLayout::new(geo.clone(), 0, 1);
         let mut p = PostmarkProcess::new(0, cfg, ThinkTime::Constant(0), spec.pacing.clone(), fs, 16, 8);
-        let (mut rng, mut now) = (SimRng::new(2), SimTime::ZERO);
-        loop {
-            match p.next(now, &mut rng) {
-                Step::Issue(op) => p.q.completed(&Request {
-                    id: 0,
-                    pid: 0,
-                    sector: op.sector,
-                    nr_sectors: 1,
-                    dir: op.dir,
-                    sync: op.sync,
-                    arrival: now,
-                }),
-                Step::Think(ns) => now += ns,
-                Step::Wait => unreachable!(),
-                Step::Exit => break,
-            }
-        }
+        let (now, _) = run(&mut p, 2);
         // 1000 transactions at 100/s: about 10 s.
         assert!((now.as_ms_f64() - 10_000.0).abs() < 1_000.0, "{now:?}");
     }
