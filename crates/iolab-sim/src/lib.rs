@@ -20,6 +20,7 @@ pub mod request;
 pub mod rng;
 pub mod sched;
 pub mod time;
+pub mod trace;
 pub mod workload;
 
 pub use error::{Error, Result};

@@ -15,7 +15,9 @@ use iolab_sim::workload::fileops::IoMode;
 use iolab_sim::workload::group::{GroupSpec, OpSpec, ProcessesSpec};
 use iolab_sim::workload::pattern::Pattern;
 use iolab_sim::workload::postmark::PostmarkSpec;
+use iolab_sim::trace::TraceFormat;
 use iolab_sim::workload::think::ThinkSpec;
+use iolab_sim::workload::trace::{Fit, ReplayMode, Streams, TraceSpec};
 use iolab_sim::workload::web::WebSpec;
 use iolab_sim::workload::{self, Placement, WorkloadSpec};
 use proptest::prelude::*;
@@ -131,8 +133,20 @@ proptest! {
 }
 
 /// Small file-system workloads: Postmark (buffered, and direct with
-/// synchronous metadata and bursty pacing) and the web server.
-fn fs_workloads() -> Vec<WorkloadSpec> {
+/// synchronous metadata and bursty pacing) and the web server; and the
+/// replay of a sample trace, open and closed loop.
+fn fs_and_trace_workloads() -> Vec<WorkloadSpec> {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/traces/sample.blkparse.txt");
+    let replay = |mode| TraceSpec {
+        file: sample.into(),
+        format: TraceFormat::Blkparse,
+        mode,
+        speed: 4.0,
+        fit: Fit::Error,
+        streams: Streams::Each,
+        max_records: None,
+        blkparse_action: "Q".into(),
+    };
     let bursty = ArrivalSpec {
         rate_per_s: 100.0,
         burst_every_s: 0.5,
@@ -170,12 +184,14 @@ fn fs_workloads() -> Vec<WorkloadSpec> {
             inode_cache: 32,
             ..WebSpec::default()
         }),
+        WorkloadSpec::Trace(replay(ReplayMode::Open)),
+        WorkloadSpec::Trace(replay(ReplayMode::Closed)),
     ]
 }
 
 #[test]
-fn file_system_workloads_complete_on_every_scheduler() {
-    for (i, spec) in fs_workloads().iter().enumerate() {
+fn file_system_and_trace_workloads_complete_on_every_scheduler() {
+    for (i, spec) in fs_and_trace_workloads().iter().enumerate() {
         for d in disks() {
             for info in SCHEDULERS {
                 let (check, out) = run_checked(spec, &d, info, 5 + i as u64);

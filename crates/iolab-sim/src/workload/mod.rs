@@ -23,6 +23,7 @@ pub mod pattern;
 pub mod postmark;
 pub mod process;
 pub mod think;
+pub mod trace;
 pub mod web;
 
 /// One request a process wants to submit.
@@ -83,6 +84,8 @@ pub enum WorkloadSpec {
     Postmark(postmark::PostmarkSpec),
     /// Web-server workers reading files: Zipf popularity, hot-news bursts.
     Web(web::WebSpec),
+    /// Replay of a block trace (blkparse, MSR, SPC, FIU, DiskSim).
+    Trace(trace::TraceSpec),
 }
 
 /// How process files are laid out on the disk.
@@ -104,6 +107,7 @@ pub fn build(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<BuiltWorkload
         WorkloadSpec::Processes(s) => group::build(s, capacity_sectors),
         WorkloadSpec::Postmark(s) => postmark::build(s, capacity_sectors),
         WorkloadSpec::Web(s) => web::build(s, capacity_sectors),
+        WorkloadSpec::Trace(s) => trace::build(s, capacity_sectors),
     }
 }
 
