@@ -215,4 +215,14 @@ mod tests {
             assert!(!w.processes.is_empty());
         }
     }
+
+    #[test]
+    fn every_preset_survives_json() {
+        // The Python layer gets presets as JSON and puts them in specs.
+        for (name, _, spec) in presets() {
+            let text = serde_json::to_string(&spec).unwrap();
+            let back: WorkloadSpec = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(serde_json::to_string(&back).unwrap(), text, "{name}");
+        }
+    }
 }
