@@ -7,7 +7,15 @@ use super::{Line, TraceRecord};
 use crate::error::Result;
 use crate::request::{Dir, SECTOR_BYTES};
 
-fn record(line: &Line, time_ns: u64, stream: u32, sector: u64, nr_sectors: u64, dir: Dir, sync: bool) -> Result<Option<TraceRecord>> {
+fn record(
+    line: &Line,
+    time_ns: u64,
+    stream: u32,
+    sector: u64,
+    nr_sectors: u64,
+    dir: Dir,
+    sync: bool,
+) -> Result<Option<TraceRecord>> {
     if nr_sectors == 0 {
         return Ok(None);
     }
@@ -57,9 +65,10 @@ pub(super) fn blkparse(t: &str, line: &Line, action: &str) -> Result<Option<Trac
     let f: Vec<&str> = t.split_whitespace().collect();
     // Headers and summaries ("CPU0 (8,0):", "Total (8,0):", ...) do not
     // start with a device number.
-    let is_dev = f.first().and_then(|d| d.split_once(',')).is_some_and(|(a, b)| {
-        !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
-    });
+    let is_dev = f
+        .first()
+        .and_then(|d| d.split_once(','))
+        .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit()));
     if !is_dev || f.len() < 7 || f[5] != action {
         return Ok(None);
     }
@@ -86,7 +95,10 @@ pub(super) fn msr(t: &str, line: &Line) -> Result<Option<TraceRecord>> {
         return Ok(None); // a header
     }
     if f.len() < 6 {
-        return Err(line.error(format!("expected Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime; got {} fields", f.len())));
+        return Err(line.error(format!(
+            "expected Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime; got {} fields",
+            f.len()
+        )));
     }
     let filetime: u64 = line.field("Timestamp", f[0])?;
     let disk: u32 = line.field("DiskNumber", f[2])?;
@@ -113,7 +125,9 @@ pub(super) fn spc(t: &str, line: &Line) -> Result<Option<TraceRecord>> {
 pub(super) fn fiu(t: &str, line: &Line) -> Result<Option<TraceRecord>> {
     let f: Vec<&str> = t.split_whitespace().collect();
     if f.len() < 6 {
-        return Err(line.error(format!("expected ts_ns pid process lba size op major minor md5; got {} fields", f.len())));
+        return Err(
+            line.error(format!("expected ts_ns pid process lba size op major minor md5; got {} fields", f.len()))
+        );
     }
     let time: u64 = line.field("ts", f[0])?;
     let pid: u32 = line.field("pid", f[1])?;
@@ -157,7 +171,10 @@ mod tests {
                     CPU0 (8,0):\n Reads Queued:           1,        4KiB\n";
         let r = one(text, TraceFormat::Blkparse).unwrap();
         assert_eq!(r.len(), 2);
-        assert_eq!((r[0].stream, r[0].sector, r[0].nr_sectors, r[0].dir, r[0].sync), (4162, 223490, 8, Dir::Read, true));
+        assert_eq!(
+            (r[0].stream, r[0].sector, r[0].nr_sectors, r[0].dir, r[0].sync),
+            (4162, 223490, 8, Dir::Read, true)
+        );
         assert_eq!((r[1].time_ns, r[1].dir, r[1].sync, r[1].line), (10_000_001, Dir::Write, true, 4));
         let err = one("8,0 1 1 0.5 7 Q R 12 - 8 [x]\n", TraceFormat::Blkparse).unwrap_err().to_string();
         assert!(err.starts_with("t:1: expected 'sector + nblocks'"), "{err}");
@@ -167,8 +184,11 @@ mod tests {
 
     #[test]
     fn msr_spc_fiu_disksim_units() {
-        let msr = one("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n\
-                       128166372000000000,hm,1,Read,1024,4096,100\n128166372000010000,hm,1,Write,1536,100,50\n", TraceFormat::Msr)
+        let msr = one(
+            "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n\
+                       128166372000000000,hm,1,Read,1024,4096,100\n128166372000010000,hm,1,Write,1536,100,50\n",
+            TraceFormat::Msr,
+        )
         .unwrap();
         assert_eq!((msr[0].sector, msr[0].nr_sectors, msr[0].stream), (2, 8, 1));
         assert_eq!((msr[1].time_ns, msr[1].sector, msr[1].nr_sectors, msr[1].dir), (1_000_000, 3, 1, Dir::Write));

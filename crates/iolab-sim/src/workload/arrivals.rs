@@ -42,7 +42,13 @@ pub struct ArrivalSpec {
 
 impl Default for ArrivalSpec {
     fn default() -> Self {
-        ArrivalSpec { rate_per_s: 5.0, burst_every_s: 20.0, burst_times_s: Vec::new(), burst_peak_per_s: 60.0, burst_cool_s: 3.0 }
+        ArrivalSpec {
+            rate_per_s: 5.0,
+            burst_every_s: 20.0,
+            burst_times_s: Vec::new(),
+            burst_peak_per_s: 60.0,
+            burst_cool_s: 3.0,
+        }
     }
 }
 
@@ -100,7 +106,10 @@ impl Arrivals {
         }
         let bursty = peak > 0.0 && (every > 0.0 || !explicit.is_empty());
         if base == 0.0 && !bursty {
-            return Err(Error::invalid(format!("{field}.rate_per_s"), "the stream has no arrivals: give a rate or bursts"));
+            return Err(Error::invalid(
+                format!("{field}.rate_per_s"),
+                "the stream has no arrivals: give a rate or bursts",
+            ));
         }
         let per_ns = 1.0 / NS_PER_S as f64;
         Ok(Arrivals {
@@ -251,7 +260,13 @@ mod tests {
 
     #[test]
     fn poisson_events_and_bad_fields() {
-        let spec = ArrivalSpec { rate_per_s: 1.0, burst_every_s: 5.0, burst_peak_per_s: 100.0, burst_cool_s: 0.5, ..ArrivalSpec::default() };
+        let spec = ArrivalSpec {
+            rate_per_s: 1.0,
+            burst_every_s: 5.0,
+            burst_peak_per_s: 100.0,
+            burst_cool_s: 0.5,
+            ..ArrivalSpec::default()
+        };
         let v = collect(&spec, 200.0, 3);
         let bursts: std::collections::BTreeSet<u64> = v.iter().filter_map(|a| a.burst).collect();
         assert!((25..=55).contains(&bursts.len()), "{} bursts in 200 s", bursts.len());

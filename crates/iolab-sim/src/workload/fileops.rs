@@ -41,7 +41,13 @@ pub struct OpQueue {
 
 impl OpQueue {
     pub fn new(max_async: u32) -> OpQueue {
-        OpQueue { ops: Vec::with_capacity(64), next: 0, sync_pending: false, async_in_flight: 0, max_async: max_async.max(1) }
+        OpQueue {
+            ops: Vec::with_capacity(64),
+            next: 0,
+            sync_pending: false,
+            async_in_flight: 0,
+            max_async: max_async.max(1),
+        }
     }
 
     /// The step that continues the current operation, or `None` when all

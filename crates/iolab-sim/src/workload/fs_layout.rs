@@ -89,7 +89,10 @@ impl Geometry {
     pub fn new(spec: &FsSpec, capacity_sectors: u64, field: &str) -> Result<Geometry> {
         let bad = |f: &str, m: String| Err(Error::invalid(format!("{field}.{f}"), m));
         if spec.group_mb == 0 || spec.group_mb > 128 {
-            return bad("group_mb", format!("must be within [1, 128] (one bitmap block maps 128 MiB), got {}", spec.group_mb));
+            return bad(
+                "group_mb",
+                format!("must be within [1, 128] (one bitmap block maps 128 MiB), got {}", spec.group_mb),
+            );
         }
         if !spec.inode_bytes.is_power_of_two() || !(128..=4096).contains(&spec.inode_bytes) {
             return bad("inode_bytes", format!("must be a power of two within [128, 4096], got {}", spec.inode_bytes));
@@ -113,7 +116,10 @@ impl Geometry {
         let rest = total_blocks % group_blocks;
         let groups = full + u64::from(rest >= meta + MIN_LAST_GROUP_DATA);
         if groups == 0 {
-            return bad("group_mb", format!("the disk ({} MiB) is smaller than one block group", (capacity_sectors * SECTOR_BYTES) >> 20));
+            return bad(
+                "group_mb",
+                format!("the disk ({} MiB) is smaller than one block group", (capacity_sectors * SECTOR_BYTES) >> 20),
+            );
         }
         Ok(Geometry {
             group_blocks,
@@ -375,15 +381,8 @@ impl FsLayout {
         extents.clear();
         let ig = ((ino / self.geo.inodes_per_group as u64) as u32 - self.first) as usize;
         self.alloc_blocks(ig, None, need, &mut extents);
-        self.files[id as usize] = File {
-            live: true,
-            dir,
-            ino,
-            size_bytes,
-            dirent_block,
-            dirent_index: dirent_index as u32,
-            extents,
-        };
+        self.files[id as usize] =
+            File { live: true, dir, ino, size_bytes, dirent_block, dirent_index: dirent_index as u32, extents };
         Ok(Created { file: id, dir_grew: slot_in.is_none() })
     }
 
@@ -516,7 +515,10 @@ impl FsLayout {
         let mut owner = std::collections::BTreeMap::new();
         let mut claim = |b: u64, who: String| {
             let g = (b / self.geo.group_blocks) as u32;
-            assert!(g >= self.first && g < self.first + self.count() as u32, "{who}: block {b} outside the owned groups");
+            assert!(
+                g >= self.first && g < self.first + self.count() as u32,
+                "{who}: block {b} outside the owned groups"
+            );
             assert!(b >= self.geo.data_start(g), "{who}: block {b} in group {g}'s metadata");
             assert!(b < self.geo.data_start(g) + self.geo.data_blocks(g), "{who}: block {b} past group {g}");
             let (gi, rel) = self.locate_block(b);

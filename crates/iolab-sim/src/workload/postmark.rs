@@ -292,7 +292,15 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
                 ),
             ));
         }
-        let p = PostmarkProcess::new(i, cfg.clone(), think.clone(), spec.pacing.clone(), fs, spec.inode_cache, spec.max_outstanding);
+        let p = PostmarkProcess::new(
+            i,
+            cfg.clone(),
+            think.clone(),
+            spec.pacing.clone(),
+            fs,
+            spec.inode_cache,
+            spec.max_outstanding,
+        );
         processes.push(ProcessEntry { name: format!("postmark.{i}"), start: SimTime::ZERO, process: Box::new(p) });
     }
     let classes = (0..n).map(|i| format!("postmark.{i}")).collect();
@@ -609,7 +617,8 @@ mod tests {
         let geo = Geometry::new(&spec.fs, 1 << 22, "fs").unwrap();
         let fs = FsLayout::new(geo.clone(), 0, geo.groups);
         let think = ThinkTime::from_spec(&spec.think, "t").unwrap();
-        let mut p = PostmarkProcess::new(0, cfg, think, spec.pacing.clone(), fs, spec.inode_cache, spec.max_outstanding);
+        let mut p =
+            PostmarkProcess::new(0, cfg, think, spec.pacing.clone(), fs, spec.inode_cache, spec.max_outstanding);
         let (_, ops) = run(&mut p, seed);
         (p, ops)
     }
@@ -652,14 +661,24 @@ mod tests {
     #[test]
     fn transaction_mix_follows_the_biases() {
         for (read_bias, create_bias) in [(5, 5), (8, 5), (2, 6)] {
-            let spec = PostmarkSpec { transactions: 20_000, read_bias, create_bias, delete_phase: false, ..PostmarkSpec::default() };
+            let spec = PostmarkSpec {
+                transactions: 20_000,
+                read_bias,
+                create_bias,
+                delete_phase: false,
+                ..PostmarkSpec::default()
+            };
             let (p, _) = drive(&spec, 7);
             let c = p.counts();
             assert_eq!(c.transactions, 20_000);
             let reads = c.read as f64 / (c.read + c.appended + c.append_full) as f64;
-            let creates = (c.created - 500 + c.create_full) as f64 / (c.created - 500 + c.create_full + c.deleted) as f64;
+            let creates =
+                (c.created - 500 + c.create_full) as f64 / (c.created - 500 + c.create_full + c.deleted) as f64;
             assert!((reads - read_bias as f64 / 10.0).abs() < 0.02, "read share {reads} for bias {read_bias}");
-            assert!((creates - create_bias as f64 / 10.0).abs() < 0.02, "create share {creates} for bias {create_bias}");
+            assert!(
+                (creates - create_bias as f64 / 10.0).abs() < 0.02,
+                "create share {creates} for bias {create_bias}"
+            );
         }
         // -1 turns a pair off.
         let spec = PostmarkSpec { read_bias: -1, ..PostmarkSpec::default() };
@@ -669,7 +688,8 @@ mod tests {
 
     #[test]
     fn sizes_stay_within_bounds_and_subdirectories_are_used() {
-        let spec = PostmarkSpec { transactions: 3000, subdirectories: 5, delete_phase: false, ..PostmarkSpec::default() };
+        let spec =
+            PostmarkSpec { transactions: 3000, subdirectories: 5, delete_phase: false, ..PostmarkSpec::default() };
         let (p, _) = drive(&spec, 3);
         let live: Vec<_> = p.fs.files().iter().filter(|f| f.live).collect();
         assert!(live.iter().all(|f| (500..=10_000).contains(&f.size_bytes)));
@@ -681,7 +701,8 @@ mod tests {
 
     #[test]
     fn direct_io_and_sync_metadata() {
-        let spec = PostmarkSpec { io: IoMode::Direct, sync_metadata: true, transactions: 200, ..PostmarkSpec::default() };
+        let spec =
+            PostmarkSpec { io: IoMode::Direct, sync_metadata: true, transactions: 200, ..PostmarkSpec::default() };
         let (_, ops) = drive(&spec, 5);
         assert!(ops.iter().all(|o| o.1.sync));
         assert!(ops.iter().filter(|o| o.1.nr_sectors == 1).count() > 1000, "512-byte application blocks");
@@ -690,7 +711,8 @@ mod tests {
     #[test]
     fn pacing_spaces_transactions_out() {
         let pacing = ArrivalSpec { rate_per_s: 100.0, burst_every_s: 0.0, ..ArrivalSpec::default() };
-        let spec = PostmarkSpec { create_phase: false, pacing: Some(pacing), transactions: 1000, ..PostmarkSpec::default() };
+        let spec =
+            PostmarkSpec { create_phase: false, pacing: Some(pacing), transactions: 1000, ..PostmarkSpec::default() };
         let cfg = config(&spec).unwrap();
         let geo = Geometry::new(&spec.fs, 1 << 22, "fs").unwrap();
         let fs = FsLayout::new(geo.clone(), 0, 1);
@@ -704,7 +726,9 @@ mod tests {
     fn build_checks_fields_and_space() {
         let err = |spec: PostmarkSpec| build(&spec, 1 << 22).err().expect("an error").to_string();
         assert!(err(PostmarkSpec { read_bias: 11, ..PostmarkSpec::default() }).starts_with("workload.read_bias"));
-        assert!(err(PostmarkSpec { size_max_bytes: 10, ..PostmarkSpec::default() }).starts_with("workload.size_max_bytes"));
+        assert!(
+            err(PostmarkSpec { size_max_bytes: 10, ..PostmarkSpec::default() }).starts_with("workload.size_max_bytes")
+        );
         assert!(err(PostmarkSpec { processes: 17, ..PostmarkSpec::default() }).starts_with("workload.processes"));
         assert!(err(PostmarkSpec { files: 200_000, ..PostmarkSpec::default() }).starts_with("workload.files"));
         let w = build(&PostmarkSpec { processes: 4, ..PostmarkSpec::default() }, 1 << 22).unwrap();

@@ -189,7 +189,14 @@ fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWork
             Streams::One => "trace".to_string(),
             Streams::Each => format!("{}.{key}", stream_word(spec.format)),
         };
-        let p = ReplayProcess { class: i as u32, mode: spec.mode, records, next: 0, in_flight: 0, last_issue: SimTime::ZERO };
+        let p = ReplayProcess {
+            class: i as u32,
+            mode: spec.mode,
+            records,
+            next: 0,
+            in_flight: 0,
+            last_issue: SimTime::ZERO,
+        };
         classes.push(name.clone());
         processes.push(ProcessEntry { name, start: SimTime::ZERO, process: Box::new(p) as Box<dyn Process> });
     }
@@ -231,7 +238,8 @@ mod tests {
         let built = build(s, disk.capacity_sectors()).unwrap();
         let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
-        let cfg = EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
+        let cfg =
+            EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
         let mut seen = Issues::default();
         let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut seen).unwrap();
         (seen, out.end)

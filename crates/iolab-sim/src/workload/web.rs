@@ -51,9 +51,14 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
 pub enum SizeSpec {
-    Fixed { bytes: u64 },
+    Fixed {
+        bytes: u64,
+    },
     /// Uniform in [min_bytes, max_bytes].
-    Uniform { min_bytes: u64, max_bytes: u64 },
+    Uniform {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
     /// A lognormal body with a Pareto tail (SURGE's model of web files).
     Surge(SurgeSpec),
 }
@@ -112,7 +117,8 @@ impl Sizes {
                 Sizes::Uniform(*min_bytes, *max_bytes)
             }
             SizeSpec::Surge(s) => {
-                let body = LogNormal::new(s.body_mu, s.body_sigma).map_err(|_| err("body_sigma", "must be non-negative"))?;
+                let body =
+                    LogNormal::new(s.body_mu, s.body_sigma).map_err(|_| err("body_sigma", "must be non-negative"))?;
                 let tail = Pareto::new(s.tail_min_bytes, s.tail_alpha)
                     .map_err(|_| err("tail_alpha", "tail_min_bytes and tail_alpha must be positive"))?;
                 if !(0.0..=1.0).contains(&s.tail_fraction) {
@@ -466,7 +472,9 @@ mod tests {
         assert!(fs.files().iter().all(|f| (100..=300).contains(&f.size_bytes)));
         let err = build(&WebSpec { files: 100_000, ..WebSpec::default() }, 1 << 20).err().unwrap();
         assert!(err.to_string().starts_with("workload.files"), "{err}");
-        let err = build(&WebSpec { size: SizeSpec::Uniform { min_bytes: 5, max_bytes: 1 }, ..small() }, 1 << 22).err().unwrap();
+        let err = build(&WebSpec { size: SizeSpec::Uniform { min_bytes: 5, max_bytes: 1 }, ..small() }, 1 << 22)
+            .err()
+            .unwrap();
         assert!(err.to_string().starts_with("workload.size.max_bytes"), "{err}");
     }
 
@@ -483,7 +491,11 @@ mod tests {
         let h: f64 = (1..=2000).map(|r| 1.0 / r as f64).sum();
         for r in [1usize, 2, 5, 50] {
             let expect = n / (r as f64 * h);
-            assert!((by_rank[r - 1] as f64 - expect).abs() < 5.0 * expect.sqrt() + 1.0, "rank {r}: {} vs {expect}", by_rank[r - 1]);
+            assert!(
+                (by_rank[r - 1] as f64 - expect).abs() < 5.0 * expect.sqrt() + 1.0,
+                "rank {r}: {} vs {expect}",
+                by_rank[r - 1]
+            );
         }
     }
 
@@ -501,7 +513,10 @@ mod tests {
         let (_, first, n) = sh.hot[0].expect("the burst drew a hot set");
         let hot = |f: u32| (first..first + n).contains(&f);
         let share = |lo: f64, hi: f64| {
-            let w: Vec<_> = v.iter().filter(|a| a.0 >= SimTime::from_ms_f64(lo * 1e3) && a.0 < SimTime::from_ms_f64(hi * 1e3)).collect();
+            let w: Vec<_> = v
+                .iter()
+                .filter(|a| a.0 >= SimTime::from_ms_f64(lo * 1e3) && a.0 < SimTime::from_ms_f64(hi * 1e3))
+                .collect();
             w.iter().filter(|a| hot(a.1)).count() as f64 / w.len() as f64
         };
         let (before, during, after) = (share(0.0, 10.0), share(10.0, 12.0), share(30.0, 40.0));
@@ -542,7 +557,8 @@ mod tests {
         let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let built = build(&spec, disk.capacity_sectors()).unwrap();
-        let cfg = EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
+        let cfg =
+            EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
         let mut gaps = Gaps::default();
         engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut gaps).unwrap();
         let long = |lo: f64, hi: f64| {
@@ -567,7 +583,11 @@ mod tests {
         let spec = WebSpec { duration_s: 5.0, ..small() };
         let w = build(&spec, 1 << 22).unwrap();
         assert_eq!((w.classes.len(), w.processes.len()), (1, 8));
-        assert!(build(&WebSpec { workers: 0, ..small() }, 1 << 22).err().unwrap().to_string().starts_with("workload.workers"));
+        assert!(build(&WebSpec { workers: 0, ..small() }, 1 << 22)
+            .err()
+            .unwrap()
+            .to_string()
+            .starts_with("workload.workers"));
         assert!(build(&WebSpec { zipf_exponent: -1.0, ..small() }, 1 << 22).is_err());
     }
 }
