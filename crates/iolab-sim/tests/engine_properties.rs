@@ -8,9 +8,17 @@ use iolab_sim::experiment::{self, Format};
 use iolab_sim::request::Request;
 use iolab_sim::sched::{self, SchedContext, SCHEDULERS};
 use iolab_sim::time::SimTime;
+use iolab_sim::engine::Outcome;
+use iolab_sim::sched::SchedulerInfo;
+use iolab_sim::workload::arrivals::ArrivalSpec;
+use iolab_sim::workload::fileops::IoMode;
 use iolab_sim::workload::group::{GroupSpec, OpSpec, ProcessesSpec};
 use iolab_sim::workload::pattern::Pattern;
+use iolab_sim::workload::postmark::PostmarkSpec;
+use iolab_sim::trace::TraceFormat;
 use iolab_sim::workload::think::ThinkSpec;
+use iolab_sim::workload::trace::{Fit, ReplayMode, Streams, TraceSpec};
+use iolab_sim::workload::web::WebSpec;
 use iolab_sim::workload::{self, Placement, WorkloadSpec};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -90,6 +98,20 @@ fn arb_group() -> impl Strategy<Value = GroupSpec> {
         .prop_map(|(c, p, o, s, kb, t, passes)| group(c, p, o, s, kb, t, passes))
 }
 
+/// Run `spec` on one disk and scheduler to its end, checking as it goes.
+fn run_checked(spec: &WorkloadSpec, d: &DiskSpec, info: &SchedulerInfo, seed: u64) -> (Checker, Outcome) {
+    let disk = disk::build(d, Path::new(".")).unwrap();
+    let built = workload::build(spec, disk.capacity_sectors()).unwrap();
+    let ctx = SchedContext { position_cost: disk.position_cost() };
+    let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
+    let cfg =
+        EngineConfig { queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
+    let mut check = Checker::default();
+    let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut check)
+        .unwrap_or_else(|e| panic!("{} on {:?}: {e}", info.name, d.preset));
+    (check, out)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -98,20 +120,7 @@ proptest! {
         let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: groups });
         for d in disks() {
             for info in SCHEDULERS {
-                let disk = disk::build(&d, Path::new(".")).unwrap();
-                let built = workload::build(&spec, disk.capacity_sectors()).unwrap();
-                let ctx = SchedContext { position_cost: disk.position_cost() };
-                let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
-                let cfg = EngineConfig {
-                    queue_depth: d.queue_depth,
-                    device_order: d.device_order,
-                    max_time: None,
-                    max_requests: None,
-                    seed,
-                };
-                let mut check = Checker::default();
-                let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut check)
-                    .unwrap_or_else(|e| panic!("{} on {:?}: {e}", info.name, d.preset));
+                let (check, out) = run_checked(&spec, &d, info, seed);
                 prop_assert_eq!(check.inserted.len(), check.completed.len(), "{}: not every request completed", info.name);
                 prop_assert!(check.inserted.len() > 0);
                 prop_assert_eq!(out.collector.completed() as usize, check.completed.len());
@@ -121,6 +130,95 @@ proptest! {
             }
         }
     }
+}
+
+/// Small file-system workloads: Postmark (buffered, and direct with
+/// synchronous metadata and bursty pacing) and the web server; and the
+/// replay of a sample trace, open and closed loop.
+fn fs_and_trace_workloads() -> Vec<WorkloadSpec> {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/traces/sample.blkparse.txt");
+    let replay = |mode| TraceSpec {
+        file: sample.into(),
+        format: TraceFormat::Blkparse,
+        mode,
+        speed: 4.0,
+        fit: Fit::Error,
+        streams: Streams::Each,
+        max_records: None,
+        blkparse_action: "Q".into(),
+    };
+    let bursty = ArrivalSpec {
+        rate_per_s: 100.0,
+        burst_every_s: 0.5,
+        burst_peak_per_s: 1000.0,
+        burst_cool_s: 0.1,
+        ..ArrivalSpec::default()
+    };
+    vec![
+        WorkloadSpec::Postmark(PostmarkSpec {
+            processes: 2,
+            files: 60,
+            transactions: 300,
+            subdirectories: 3,
+            max_outstanding: 4,
+            inode_cache: 16,
+            ..PostmarkSpec::default()
+        }),
+        WorkloadSpec::Postmark(PostmarkSpec {
+            files: 30,
+            transactions: 200,
+            io: IoMode::Direct,
+            read_block_bytes: 4096,
+            write_block_bytes: 4096,
+            sync_metadata: true,
+            pacing: Some(bursty.clone()),
+            ..PostmarkSpec::default()
+        }),
+        WorkloadSpec::Web(WebSpec {
+            workers: 3,
+            files: 300,
+            directories: 10,
+            duration_s: 1.5,
+            arrivals: bursty,
+            backlog: 20,
+            inode_cache: 32,
+            ..WebSpec::default()
+        }),
+        WorkloadSpec::Trace(replay(ReplayMode::Open)),
+        WorkloadSpec::Trace(replay(ReplayMode::Closed)),
+    ]
+}
+
+#[test]
+fn file_system_and_trace_workloads_complete_on_every_scheduler() {
+    for (i, spec) in fs_and_trace_workloads().iter().enumerate() {
+        for d in disks() {
+            for info in SCHEDULERS {
+                let (check, out) = run_checked(spec, &d, info, 5 + i as u64);
+                assert!(!check.inserted.is_empty());
+                assert_eq!(check.inserted.len(), check.completed.len(), "{}: not every request completed", info.name);
+                assert_eq!(out.collector.completed() as usize, check.completed.len());
+                if let Some(a) = out.anticipation {
+                    assert_eq!(a.started, a.succeeded + a.failed, "{}: A-T != A-S + A-F", info.name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn file_system_workloads_are_deterministic() {
+    let spec = SPEC.replace(
+        "kind = \"processes\"\n[[workload.group]]\ncount = 3\npattern = \"random\"\nop = \"mix\"\nthink = { dist = \"exponential\", mean_ms = 2 }\npasses = 1\n",
+        "kind = \"web\"\nworkers = 3\nfiles = 200\ndirectories = 5\nduration_s = 2\narrivals = { rate_per_s = 50, burst_times_s = [0.5], burst_peak_per_s = 300, burst_cool_s = 0.3 }\n",
+    );
+    assert!(spec.contains("kind = \"web\""));
+    assert_eq!(run_all(&spec), run_all(&spec));
+    assert_ne!(run_all(&spec), run_all(&spec.replace("seed = 7", "seed = 8")));
+    let pm = spec.replace("kind = \"web\"\nworkers = 3\nfiles = 200\ndirectories = 5\nduration_s = 2\n", "kind = \"postmark\"\nfiles = 50\ntransactions = 100\n")
+        .replace("arrivals = {", "pacing = {");
+    assert!(pm.contains("kind = \"postmark\""));
+    assert_eq!(run_all(&pm), run_all(&pm));
 }
 
 const SPEC: &str = r#"

@@ -13,11 +13,18 @@ use crate::rng::SimRng;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 
+pub mod arrivals;
+pub mod fileops;
+pub mod fs_layout;
 pub mod group;
+pub mod inode_cache;
 pub mod iozone;
 pub mod pattern;
+pub mod postmark;
 pub mod process;
 pub mod think;
+pub mod trace;
+pub mod web;
 
 /// One request a process wants to submit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -73,6 +80,12 @@ pub enum WorkloadSpec {
     Iozone(iozone::IozoneSpec),
     /// Groups of processes described field by field.
     Processes(group::ProcessesSpec),
+    /// Postmark's three phases through an ext2-like file-system layout.
+    Postmark(postmark::PostmarkSpec),
+    /// Web-server workers reading files: Zipf popularity, hot-news bursts.
+    Web(web::WebSpec),
+    /// Replay of a block trace (blkparse, MSR, SPC, FIU, DiskSim).
+    Trace(trace::TraceSpec),
 }
 
 /// How process files are laid out on the disk.
@@ -92,6 +105,9 @@ pub fn build(spec: &WorkloadSpec, capacity_sectors: u64) -> Result<BuiltWorkload
     match spec {
         WorkloadSpec::Iozone(s) => iozone::build(s, capacity_sectors),
         WorkloadSpec::Processes(s) => group::build(s, capacity_sectors),
+        WorkloadSpec::Postmark(s) => postmark::build(s, capacity_sectors),
+        WorkloadSpec::Web(s) => web::build(s, capacity_sectors),
+        WorkloadSpec::Trace(s) => trace::build(s, capacity_sectors),
     }
 }
 
@@ -112,6 +128,21 @@ pub fn presets() -> Vec<(&'static str, &'static str, WorkloadSpec)> {
             "deceptive-idleness",
             "Iyer & Druschel's scenario: sequential synchronous readers with short think times",
             WorkloadSpec::Processes(group::ProcessesSpec::deceptive_idleness()),
+        ),
+        (
+            "postmark",
+            "Postmark 1.5 defaults: 500 files of 500 B-10 KB, 500 transactions, one process",
+            WorkloadSpec::Postmark(postmark::PostmarkSpec::default()),
+        ),
+        (
+            "postmark-web",
+            "the WPCAS paper's web-server load: 4 Postmark instances, read-mostly, hot-news bursts",
+            WorkloadSpec::Postmark(postmark::PostmarkSpec::web()),
+        ),
+        (
+            "web",
+            "a web server: 8 workers, 10,000 files, Zipf popularity, hot-news bursts that cool",
+            WorkloadSpec::Web(web::WebSpec::default()),
         ),
     ]
 }
@@ -182,6 +213,16 @@ mod tests {
         for (name, _, spec) in presets() {
             let w = build(&spec, 1 << 22).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(!w.processes.is_empty());
+        }
+    }
+
+    #[test]
+    fn every_preset_survives_json() {
+        // The Python layer gets presets as JSON and puts them in specs.
+        for (name, _, spec) in presets() {
+            let text = serde_json::to_string(&spec).unwrap();
+            let back: WorkloadSpec = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(serde_json::to_string(&back).unwrap(), text, "{name}");
         }
     }
 }
