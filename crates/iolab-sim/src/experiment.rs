@@ -168,7 +168,14 @@ fn apply_override(root: &mut Value, key: &str, raw: &str) -> std::result::Result
 
 impl Experiment {
     /// Check everything that can be checked before running.
-    pub fn new(spec: Spec, base_dir: PathBuf) -> Result<Experiment> {
+    pub fn new(mut spec: Spec, base_dir: PathBuf) -> Result<Experiment> {
+        // A trace named relative to the spec is found beside the spec.
+        if let WorkloadSpec::Trace(t) = &mut spec.workload {
+            let p = Path::new(&t.file);
+            if p.is_relative() && !base_dir.as_os_str().is_empty() {
+                t.file = base_dir.join(p).to_string_lossy().into_owned();
+            }
+        }
         if spec.schedulers.is_empty() {
             return Err(Error::invalid("scheduler", "needs at least one [[scheduler]]"));
         }

@@ -15,8 +15,8 @@
 //! `fit = "wrap"` (modulo the disk) or `fit = "scale"` (positions scaled
 //! so the trace's highest sector lands at the disk's end).
 //!
-//! A relative `file` is taken from the working directory: the workload is
-//! built without the spec's directory.
+//! A relative `file` in a spec file is relative to the spec's directory
+//! (the experiment resolves it before building the workload).
 
 use super::{BuiltWorkload, IoOp, Process, ProcessEntry, Step};
 use crate::error::{Error, Result};
