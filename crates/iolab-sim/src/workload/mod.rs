@@ -136,7 +136,7 @@ pub fn presets() -> Vec<(&'static str, &'static str, WorkloadSpec)> {
         ),
         (
             "postmark-web",
-            "the WPCAS paper's web-server load: 4 Postmark instances, read-mostly, hot-news bursts",
+            "the WPCAS paper's web-server load: 8 closed-loop Postmark instances, read-mostly, hot/cold pauses",
             WorkloadSpec::Postmark(postmark::PostmarkSpec::web()),
         ),
         (
