@@ -198,7 +198,7 @@ def write_report(docs: dict[str, dict], plan: Plan, quick: bool, outdir: Path, w
         doc.para("Throughput in MB/s, mean ± half-width of the 95% CI over seeds.").table(header, rows)
     for key in sorted(k for k in files if k.startswith("fig")):
         doc.image(files[key])
-    doc.heading("Table 1: the Postmark web-server load")
+    doc.heading("Table 1: the web-server load")
     if t1["runs"]:
         header, rows = _table1_rows(t1)
         doc.para("iolab: means over seeds of one run's totals; the paper's run length is not stated, so compare "
