@@ -2,6 +2,9 @@
 //! scheduler on workloads of one million requests, side by side in one run.
 //! Figures, not assertions: see docs/bench.md.
 //!
+//! Also the DiskSim validation replay (HP C2247A, `data/disksim/`), repeated
+//! until it has served at least N requests.
+//!
 //! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [SCHEDULER ...]
 
 use iolab_sim::disk::{self, DiskSpec};
@@ -12,7 +15,7 @@ use iolab_sim::workload::pattern::Pattern;
 use iolab_sim::workload::think::ThinkSpec;
 use iolab_sim::workload::{self, Placement, WorkloadSpec};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 fn workloads() -> Vec<(&'static str, WorkloadSpec)> {
@@ -90,4 +93,29 @@ fn main() {
             );
         }
     }
+    bench_validation(requests);
+}
+
+/// Requests per second of the validation replay (one request at a time,
+/// no scheduler): the disk model's own speed.
+fn bench_validation(requests: u64) {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/disksim");
+    let specs = data.join("hp_c2247a.parv");
+    let trace_path = data.join("hp_c2247a.trace");
+    let spec = DiskSpec { preset: None, diskspecs: Some(specs.to_string_lossy().into_owned()), ..DiskSpec::default() };
+    let (mut disk, trace) = match (disk::build(&spec, Path::new(".")), iolab_sim::trace::disksim_validation::read(&trace_path)) {
+        (Ok(d), Ok(t)) => (d, t),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("iolab-sim-bench: validation replay skipped: {e}");
+            return;
+        }
+    };
+    let rounds = requests.div_ceil(trace.len() as u64).max(1);
+    let t0 = Instant::now();
+    let mut served = 0u64;
+    for _ in 0..rounds {
+        served += iolab_sim::validate::replay(disk.as_mut(), &trace).len() as u64;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    println!("{:<38} {:<10} {:>12.0} {:>10.3} {:>14}", "DiskSim validation replay (C2247A)", "-", served as f64 / wall, wall, "-");
 }
