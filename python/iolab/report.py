@@ -23,18 +23,18 @@ from iolab.document import Document
 RUN_FIELDS = [
     ("throughput_mb_s", "MB/s", lambda r: r["throughput_mb_s"]),
     ("iops", "IOPS", lambda r: r["iops"]),
-    ("lat_mean_ms", "lat mean ms", lambda r: r["latency_ms"]["mean"]),
+    ("lat_mean_ms", "lat ms", lambda r: r["latency_ms"]["mean"]),
     ("lat_p50_ms", "p50 ms", lambda r: r["latency_ms"]["p50"]),
     ("lat_p95_ms", "p95 ms", lambda r: r["latency_ms"]["p95"]),
     ("lat_p99_ms", "p99 ms", lambda r: r["latency_ms"]["p99"]),
     ("lat_max_ms", "max ms", lambda r: r["latency_ms"]["max"]),
     ("seek_cyl", "seek cyl", lambda r: r["seek"]["mean_cylinders"]),
-    ("disk_util", "disk util", lambda r: r["disk"]["utilization"]),
+    ("disk_util", "util", lambda r: r["disk"]["utilization"]),
     ("antic_started", "A-T", lambda r: r["anticipation"]["started"]),
     ("antic_succeeded", "A-S", lambda r: r["anticipation"]["succeeded"]),
     ("antic_failed", "A-F", lambda r: r["anticipation"]["failed"]),
-    ("deceptive_idleness_ms", "decept. idle ms", lambda r: r["anticipation"]["deceptive_idleness_ms"]),
-    ("mean_success_wait_ms", "succ. wait ms", lambda r: r["anticipation"]["mean_success_wait_ms"]),
+    ("deceptive_idleness_ms", "DI ms", lambda r: r["anticipation"]["deceptive_idleness_ms"]),
+    ("mean_success_wait_ms", "wait ms", lambda r: r["anticipation"]["mean_success_wait_ms"]),
 ]
 
 
@@ -77,17 +77,22 @@ def summary_frame(doc: dict[str, Any]) -> pd.DataFrame:
 
 
 def _fmt(x: float) -> str:
+    """About 3-4 significant digits: 1234, 196.1, 50.00, 0.208."""
     if isinstance(x, (int, np.integer)):
         return str(x)
     if math.isnan(x):
         return "-"
     a = abs(x)
-    return f"{x:.0f}" if a >= 1000 else f"{x:.2f}" if a >= 1 else f"{x:.3f}"
+    if a >= 100:
+        return f"{x:.0f}" if a >= 1000 or x == int(x) else f"{x:.1f}"
+    return f"{x:.2f}" if a >= 1 else "0" if x == 0 else f"{x:.3f}"
 
 
 # The columns a terminal table shows (the files have them all).
-CONSOLE_FIELDS = {"throughput_mb_s", "iops", "lat_mean_ms", "lat_p99_ms", "lat_max_ms", "disk_util",
+CONSOLE_FIELDS = {"throughput_mb_s", "iops", "lat_mean_ms", "lat_p99_ms", "disk_util",
                   "antic_started", "deceptive_idleness_ms", "mean_success_wait_ms"}
+# In a terminal only throughput carries its interval (the files carry all).
+CONSOLE_CI = {"throughput_mb_s"}
 ANTICIPATION_FIELDS = ("antic", "deceptive", "mean_success")
 
 
@@ -95,13 +100,14 @@ def summary_rows(summary: pd.DataFrame, anticipation: bool, compact: bool = Fals
     """Header and cells of the summary table (mean ± CI)."""
     cols = [c for c in RUN_FIELDS
             if (anticipation or not c[0].startswith(ANTICIPATION_FIELDS)) and (not compact or c[0] in CONSOLE_FIELDS)]
-    header = ["scheduler", "runs"] + [label for _, label, _ in cols]
+    header = ["scheduler"] + ([] if compact else ["runs"]) + [label for _, label, _ in cols]
     cells = []
     for _, row in summary.iterrows():
-        line = [str(row["scheduler"]), str(row["runs"])]
+        line = [str(row["scheduler"])] + ([] if compact else [str(row["runs"])])
         for col, _, _ in cols:
             ci = row[f"{col}_ci95"]
-            line.append(_fmt(row[col]) + (f" ±{_fmt(ci)}" if ci > 0 else ""))
+            show_ci = ci > 0 and (not compact or col in CONSOLE_CI)
+            line.append(_fmt(row[col]) + (f" ±{_fmt(ci)}" if show_ci else ""))
         cells.append(line)
     return header, cells
 
@@ -114,7 +120,7 @@ def print_summary(doc: dict[str, Any], console) -> None:
     header, cells = summary_rows(summary, anticipation, compact=True)
     spec = doc["spec"]
     title = spec.get("name") or "iolab"
-    t = Table(title=f"{title}: {len(doc['seeds'])} seed(s), mean ± 95% CI")
+    t = Table(title=f"{title}: {len(doc['seeds'])} seed(s), means (MB/s ± 95% CI)", title_justify="left")
     for h in header:
         t.add_column(h, justify="left" if h == "scheduler" else "right", no_wrap=h == "scheduler")
     for line in cells:
