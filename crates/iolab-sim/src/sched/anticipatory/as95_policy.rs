@@ -24,24 +24,22 @@
 //! * AS's breaks on the target's own or queued request, on a close request
 //!   of a cooperating process while waiting, and on an exited target stay.
 
-use super::as_policy::{cooperation_breaks, exited_unrescued, target_has_queued, thinks_too_long};
+use super::as_policy::break_unless_worth_waiting;
 use super::io_context::IoSample;
 use super::policy::{AnticPolicy, Moment, PolicyCtx};
-use super::think_history::ThinkHistory;
+use super::think_history::{ThinkHistory, HIST_LEN, MAX_WAIT_MS};
 use crate::request::{ProcessId, Request};
 use crate::sched::{Tunable, TunableValues};
 
 pub const NAME: &str = "as95";
 
 pub const AS95_TUNABLES: [Tunable; 4] = [
-    Tunable { name: "hist_len", unit: "samples", min: 1.0, max: 4096.0, default: 32.0,
-              help: "think times kept per process" },
+    HIST_LEN,
     Tunable { name: "percentile", unit: "%", min: 1.0, max: 100.0, default: 95.0,
               help: "the wait is at most this percentile of the think time" },
     Tunable { name: "min_samples", unit: "samples", min: 0.0, max: 1e6, default: 4.0,
               help: "below this, a process is judged by AS's rule" },
-    Tunable { name: "max_wait_ms", unit: "ms", min: 0.0, max: 1000.0, default: 20.0,
-              help: "cap on the wait" },
+    MAX_WAIT_MS,
 ];
 
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -120,19 +118,8 @@ impl AnticPolicy for As95Policy {
     }
 
     fn can_break(&mut self, ctx: &mut PolicyCtx<'_>, rq: Option<&Request>, at: Moment) -> bool {
-        if at == Moment::Arrival {
-            return cooperation_breaks(ctx, rq);
-        }
-        if target_has_queued(ctx) || exited_unrescued(ctx) {
-            return true;
-        }
-        if self.summary(ctx.target).samples < self.p.min_samples {
-            return cooperation_breaks(ctx, rq) || thinks_too_long(ctx);
-        }
-        match self.net_benefit_ns(ctx, rq) {
-            None => false,
-            Some(net) => net <= 0,
-        }
+        let experienced = self.summary(ctx.target).samples >= self.p.min_samples;
+        break_unless_worth_waiting(ctx, rq, at, experienced, |ctx, rq| self.net_benefit_ns(ctx, rq).map(|n| n > 0))
     }
 
     fn wait_ns(&self, ctx: &PolicyCtx<'_>) -> u64 {

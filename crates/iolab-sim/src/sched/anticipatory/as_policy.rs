@@ -85,6 +85,30 @@ pub fn exited_unrescued(ctx: &mut PolicyCtx<'_>) -> bool {
     p.exit_no_coop > HALF
 }
 
+/// The decision shape the 95% heuristic and WPCAS share: on an arrival,
+/// AS's cooperation steps; at dispatch, break for a queued or exited target,
+/// use AS's rule (steps 5 and 7) while the process is not `experienced`
+/// enough for the policy's own test, and otherwise wait iff `worth_waiting`
+/// says so (None: nothing is queued, so there is nothing to lose by waiting).
+pub fn break_unless_worth_waiting(
+    ctx: &mut PolicyCtx<'_>,
+    rq: Option<&Request>,
+    at: super::policy::Moment,
+    experienced: bool,
+    worth_waiting: impl FnOnce(&PolicyCtx<'_>, Option<&Request>) -> Option<bool>,
+) -> bool {
+    if at == super::policy::Moment::Arrival {
+        return cooperation_breaks(ctx, rq);
+    }
+    if target_has_queued(ctx) || exited_unrescued(ctx) {
+        return true;
+    }
+    if !experienced {
+        return cooperation_breaks(ctx, rq) || thinks_too_long(ctx);
+    }
+    !worth_waiting(ctx, rq).unwrap_or(true)
+}
+
 /// Step 7 of as_can_break_anticipation: the target thinks longer than
 /// `antic_expire` between requests (judged by the priors for a process with
 /// no history, which may also just have exited). Step 8: otherwise wait.

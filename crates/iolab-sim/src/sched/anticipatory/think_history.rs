@@ -8,6 +8,27 @@
 //! hooked exactly there (the paper's section 4.3).
 
 use crate::request::ProcessId;
+use crate::sched::Tunable;
+
+/// The history length tunable shared by the policies that keep one.
+pub const HIST_LEN: Tunable = Tunable {
+    name: "hist_len",
+    unit: "samples",
+    min: 1.0,
+    max: 4096.0,
+    default: 32.0,
+    help: "think times kept per process",
+};
+
+/// The cap on a policy's wait (the paper's [0, 20] ms think-time range).
+pub const MAX_WAIT_MS: Tunable = Tunable {
+    name: "max_wait_ms",
+    unit: "ms",
+    min: 0.0,
+    max: 1000.0,
+    default: 20.0,
+    help: "cap on the wait",
+};
 
 /// A ring of the last `capacity` samples per process.
 #[derive(Clone, Debug)]

@@ -32,10 +32,10 @@
 //! the paper names as what it improves on ("in AS, if |S_s − S_i| <
 //! a_seek_dist the queued request is served at once").
 
-use super::as_policy::{cooperation_breaks, exited_unrescued, target_has_queued, thinks_too_long};
+use super::as_policy::break_unless_worth_waiting;
 use super::io_context::IoContext;
 use super::policy::{AnticPolicy, Moment, PolicyCtx};
-use super::think_history::ThinkHistory;
+use super::think_history::{ThinkHistory, HIST_LEN, MAX_WAIT_MS};
 use crate::request::{ProcessId, Request};
 use crate::sched::{Tunable, TunableValues};
 use crate::time::{ms_to_ns, NS_PER_MS};
@@ -47,16 +47,14 @@ const HIST_RANGE_MS: usize = 20;
 
 /// WPCAS's own tunables (DESIGN.md defaults).
 pub const WPCAS_TUNABLES: [Tunable; 5] = [
-    Tunable { name: "hist_len", unit: "samples", min: 1.0, max: 4096.0, default: 32.0,
-              help: "think times kept per process" },
+    HIST_LEN,
     Tunable { name: "window_ms", unit: "ms", min: 1.0, max: 20.0, default: 2.0,
               help: "width of the densest-window search (whole ms)" },
     Tunable { name: "gamma", unit: "", min: 0.0, max: 1.0, default: 0.5,
               help: "p_ab at or above which P = b, else P = T_as" },
     Tunable { name: "min_samples", unit: "anticipations", min: 0.0, max: 1e6, default: 4.0,
               help: "below this, a process is judged by AS's rule" },
-    Tunable { name: "max_wait_ms", unit: "ms", min: 0.0, max: 1000.0, default: 20.0,
-              help: "cap on the anticipation period P" },
+    MAX_WAIT_MS,
 ];
 
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -167,20 +165,8 @@ impl AnticPolicy for WpcasPolicy {
     }
 
     fn can_break(&mut self, ctx: &mut PolicyCtx<'_>, rq: Option<&Request>, at: Moment) -> bool {
-        if at == Moment::Arrival {
-            return cooperation_breaks(ctx, rq);
-        }
-        if target_has_queued(ctx) || exited_unrescued(ctx) {
-            return true;
-        }
-        if !self.experienced(ctx.target_ioc()) {
-            // Too few anticipations of its own: AS's rule, steps 5 and 7.
-            return cooperation_breaks(ctx, rq) || thinks_too_long(ctx);
-        }
-        match self.delta_ns(ctx, rq) {
-            None => false,
-            Some(delta) => delta <= 0.0,
-        }
+        let experienced = self.experienced(ctx.target_ioc());
+        break_unless_worth_waiting(ctx, rq, at, experienced, |ctx, rq| self.delta_ns(ctx, rq).map(|d| d > 0.0))
     }
 
     fn wait_ns(&self, ctx: &PolicyCtx<'_>) -> u64 {
