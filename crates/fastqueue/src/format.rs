@@ -32,7 +32,11 @@ pub const FLAG_BATCH_END: u8 = 0x01;
 /// Record flag: padding written by `repair` over damaged bytes; never a
 /// message.
 pub const FLAG_PAD: u8 = 0x02;
-const KNOWN_FLAGS: u8 = FLAG_BATCH_END | FLAG_PAD;
+/// Record flag: the seal that closes a full segment (with [`FLAG_PAD`]);
+/// every segment but the newest ends with one, unless fewer than
+/// [`RECORD_HEADER_LEN`] bytes were left.
+pub const FLAG_SEAL: u8 = 0x04;
+const KNOWN_FLAGS: u8 = FLAG_BATCH_END | FLAG_PAD | FLAG_SEAL;
 
 /// Which logical queue a record belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -165,7 +169,9 @@ impl RecordHeader {
 
     /// Checks the first [`RECORD_HEADER_LEN`] bytes of `b`.
     pub fn decode(b: &[u8]) -> HeaderCheck {
-        let b = &b[..RECORD_HEADER_LEN];
+        let Some(b) = b.get(..RECORD_HEADER_LEN) else {
+            return HeaderCheck::Bad("record header cut short");
+        };
         if b.iter().all(|&x| x == 0) {
             return HeaderCheck::Zero;
         }

@@ -309,6 +309,7 @@ impl FastQueue {
             Ok(false) => return Err(Error::Locked { path: dir }),
             Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
         }
+        let lock = Unlock(storage.clone());
         let found = scan(&*storage, ScanMode::Open)?;
         for name in &found.temporary {
             storage.remove(name).map_err(|e| Error::io(storage.path(name), "remove", e))?;
@@ -327,7 +328,7 @@ impl FastQueue {
             // Zero what the torn batch left, so that no stale record is
             // read as part of the log after later appends.
             let seg = &found.segments[t.seg];
-            zero_range(&*seg.file, t.offset, seg.size).map_err(|e| io(&seg.name, "write", e))?;
+            zero_range(&*seg.file, t.offset, t.zero_to).map_err(|e| io(&seg.name, "write", e))?;
             seg.file.sync_data().map_err(|e| io(&seg.name, "fdatasync", e))?;
         }
         for seg in &found.segments {
@@ -365,6 +366,7 @@ impl FastQueue {
                 .map_err(|e| io(&seg.name, "write", e))?;
             seg.live -= 1;
         }
+        let cfg_segment_size = cfg.segment_size;
         let inner = Arc::new(Inner {
             dir: dir.clone(),
             cfg,
@@ -381,6 +383,11 @@ impl FastQueue {
             Some((&seq, seg)) => {
                 st.head_seq = seq;
                 st.head_off = seg.end;
+                if found.segments.last().is_some_and(|s| s.sealed) {
+                    // Sealed before a crash that came before the next
+                    // segment was set up: the next record opens one.
+                    st.head_off = cfg_segment_size;
+                }
             }
             None => {
                 let seq = st.next_seq;
@@ -411,6 +418,8 @@ impl FastQueue {
         *inner.state.lock().unwrap() = st;
         inner.retire(retire)?;
         inner.state.lock().unwrap().stats.open.duration = started.elapsed();
+        // From here on the lock is released when `inner` is dropped.
+        std::mem::forget(lock);
         let worker = inner.clone();
         let flusher = std::thread::Builder::new()
             .name("fastqueue-flusher".into())
@@ -644,6 +653,21 @@ impl FastQueue {
     }
 }
 
+/// Releases the queue lock when dropped.
+struct Unlock(Arc<dyn Storage>);
+
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.storage.unlock();
+    }
+}
+
 impl Drop for FastQueue {
     fn drop(&mut self) {
         let _ = self.close();
@@ -700,6 +724,22 @@ fn pop(st: &mut State, max: usize, dead: bool) -> Vec<Popped> {
     out
 }
 
+/// Opens a chunk (a new batch, with its own number) at the head.
+fn new_chunk(st: &mut State, activate: Option<u64>) {
+    let chunk = Chunk {
+        seq: st.head_seq,
+        offset: st.head_off,
+        batch: st.next_batch,
+        buf: Vec::new(),
+        last_record: 0,
+        activate,
+        records: Vec::new(),
+    };
+    st.next_batch += 1;
+    st.chunks.push(chunk);
+    *st.unpublished.entry(st.head_seq).or_default() += 1;
+}
+
 fn zero_range(file: &dyn StorageFile, from: u64, to: u64) -> std::io::Result<()> {
     let zeros = vec![0u8; 1 << 20];
     let mut at = from;
@@ -748,6 +788,9 @@ impl Inner {
         let need = record_len(payload.len()) as u64;
         let mut activate = None;
         if st.head_off + need > self.cfg.segment_size {
+            if st.head_off + RECORD_HEADER_LEN as u64 <= self.cfg.segment_size {
+                self.seal(st);
+            }
             // Next segment; the flusher sets it up before writing to it.
             st.head_seq = st.next_seq;
             st.next_seq += 1;
@@ -755,19 +798,7 @@ impl Inner {
             activate = Some(id);
         }
         if activate.is_some() || st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
-            // A new chunk is a new batch, with its own number.
-            let chunk = Chunk {
-                seq: st.head_seq,
-                offset: st.head_off,
-                batch: st.next_batch,
-                buf: Vec::new(),
-                last_record: 0,
-                activate,
-                records: Vec::new(),
-            };
-            st.next_batch += 1;
-            st.chunks.push(chunk);
-            *st.unpublished.entry(st.head_seq).or_default() += 1;
+            new_chunk(st, activate);
         }
         let offset = st.head_off;
         st.head_off += need;
@@ -811,6 +842,34 @@ impl Inner {
             self.work_cv.notify_one();
         }
         st.open_round
+    }
+
+    /// Closes the head segment with a seal record, in the batch that
+    /// writes its last records (or a batch of its own).
+    fn seal(&self, st: &mut State) {
+        if st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
+            new_chunk(st, None);
+        }
+        let offset = st.head_off;
+        st.head_off += RECORD_HEADER_LEN as u64;
+        st.pending_bytes += RECORD_HEADER_LEN;
+        let chunk = st.chunks.last_mut().unwrap();
+        let seal = RecordHeader {
+            flags: FLAG_PAD | FLAG_SEAL,
+            delete_flag: DELETED,
+            kind: QueueKind::Main,
+            payload_len: 0,
+            attempts: 0,
+            id: 0,
+            enqueued_ns: 0,
+            not_before_ns: 0,
+            segment_seq: chunk.seq,
+            batch_seq: chunk.batch,
+            payload_crc: 0,
+        };
+        debug_assert_eq!(chunk.offset + chunk.buf.len() as u64, offset);
+        chunk.last_record = chunk.buf.len();
+        seal.encode(&[], &mut chunk.buf);
     }
 
     /// Waits until round `ticket` is durable.
@@ -914,7 +973,9 @@ impl Inner {
                     Vec::new()
                 }
             };
-            st.durable_round = round;
+            if st.failed.is_none() {
+                st.durable_round = round;
+            }
             self.done_cv.notify_all();
             self.ready_cv.notify_all();
             let failed = st.failed.is_some();

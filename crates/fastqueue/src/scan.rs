@@ -52,7 +52,8 @@ pub(crate) struct ScannedSegment {
     pub name: String,
     pub seq: u64,
     pub file: Arc<dyn StorageFile>,
-    pub size: u64,
+    /// Whether it ends with a seal: nothing more may be written to it.
+    pub sealed: bool,
     /// Where the valid records end (after the torn tail is dropped).
     pub end: u64,
 }
@@ -116,10 +117,9 @@ pub struct TornTail {
     /// Offset from which bytes are dropped (zeroed on open): the start of
     /// the incomplete batch.
     pub offset: u64,
-    /// Where the valid records stop.
-    pub stop: u64,
-    /// Batch of the last valid record before `stop`.
-    pub(crate) batch: u64,
+    /// End of the bytes zeroed on open (the last stale record of the
+    /// batch).
+    pub zero_to: u64,
     /// Valid records of the incomplete batch that are dropped with it.
     pub dropped_records: u64,
     /// Why the scan stopped there.
@@ -298,115 +298,84 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
     let mut last_batch = 0u64;
     let mut last_end = true;
     let mut max_batch = 0u64;
+    let count = found.len();
     for (i, (seq, name, file)) in found.into_iter().enumerate() {
         let path = storage.path(&name);
         read_image(&*file, &mut buf).map_err(|e| Error::io(&path, "read", e))?;
         out.bytes_scanned += buf.len() as u64;
         let seg_records_start = out.records.len();
         let mut off = SEGMENT_HEADER_LEN as usize;
-        let mut end_of_segment = off;
+        let mut end = off;
+        let mut sealed = false;
+        let problem = |offset: usize, resume: Option<usize>, reason: &str, kind, batch, batch_end| Problem {
+            segment: path.clone(),
+            name: name.clone(),
+            offset: offset as u64,
+            resume: resume.map(|r| r as u64),
+            reason: reason.to_string(),
+            kind,
+            pad_batch: batch,
+            pad_end: batch_end,
+        };
         loop {
-            let slot = slot_at(&buf, off, seq);
-            if let Slot::Record(h) = slot {
-                // A valid record after a torn tail in an earlier segment
-                // proves that tail was damage, not the end.
-                if let Some(t) = out.torn.take() {
-                    let p = Problem {
-                        segment: t.segment.clone(),
-                        name: out.segments[t.seg].name.clone(),
-                        offset: t.stop,
-                        resume: None,
-                        reason: format!("{} (valid records follow in {name})", t.reason),
-                        kind: ProblemKind::Region,
-                        pad_batch: t.batch,
-                        pad_end: true,
-                    };
-                    // The records of the batch cut by the damage are kept.
-                    out.segments[t.seg].end = t.stop;
+            let mut slot = slot_at(&buf, off, seq);
+            if matches!(&slot, Slot::Record(h) if h.batch_seq < last_batch) {
+                // Batch numbers only grow: an older one is left-over debris.
+                slot = Slot::End;
+            }
+            if matches!(slot, Slot::Bad(_)) {
+                if let Some(h) = with_flag_mended(&buf, off, seq) {
+                    let p = problem(off, None, "delete flag is neither live nor deleted", ProblemKind::DeleteFlag, 0, false);
                     if mode == ScanMode::Open {
                         return Err(p.to_error());
                     }
                     out.problems.push(p);
+                    // Taken as live: a message is redelivered, never lost.
+                    slot = Slot::Record(RecordHeader { delete_flag: LIVE, ..h });
                 }
+            }
+            if let Slot::Record(h) = slot {
                 max_batch = max_batch.max(h.batch_seq);
                 last_batch = h.batch_seq;
                 last_end = h.flags & FLAG_BATCH_END != 0;
                 out.next_id = out.next_id.max(h.id + 1);
+                let at = off;
+                off += h.record_len();
+                end = off;
+                if h.flags & FLAG_SEAL != 0 {
+                    sealed = true;
+                    break;
+                }
                 if !h.is_message() {
                 } else if h.delete_flag == DELETED {
                     out.deleted_records += 1;
                 } else {
-                    out.records.push(FoundRecord { seg: i, offset: off as u64, header: h.clone() });
+                    out.records.push(FoundRecord { seg: i, offset: at as u64, header: h });
                 }
-                off += h.record_len();
-                end_of_segment = off;
                 continue;
             }
             let bad = match slot {
                 Slot::Bad(reason) => Some(reason),
                 _ => None,
             };
-            if bad.is_some() {
-                if let Some(h) = with_flag_mended(&buf, off, seq) {
-                    let p = Problem {
-                        segment: path.clone(),
-                        name: name.clone(),
-                        offset: off as u64,
-                        resume: None,
-                        reason: "delete flag is neither live nor deleted".into(),
-                        kind: ProblemKind::DeleteFlag,
-                        pad_batch: 0,
-                        pad_end: false,
-                    };
-                    if mode == ScanMode::Open {
-                        return Err(p.to_error());
-                    }
-                    out.problems.push(p);
-                    // Taken as live: a message is redelivered, never lost.
-                    let mut h = h;
-                    h.delete_flag = LIVE;
-                    max_batch = max_batch.max(h.batch_seq);
-                    last_batch = h.batch_seq;
-                    last_end = h.flags & FLAG_BATCH_END != 0;
-                    out.next_id = out.next_id.max(h.id + 1);
-                    off += h.record_len();
-                    end_of_segment = off;
-                    if h.is_message() {
-                        out.records.push(FoundRecord { seg: i, offset: (off - h.record_len()) as u64, header: h });
-                    }
-                    continue;
-                }
-            }
-            // The scan of this segment stops at `off`. Is it the end, the
-            // torn tail, or damage before later records?
+            // The scan of this segment stops at `off`. Valid records of a
+            // later batch further on prove damage in the middle.
             let incomplete = if last_end { last_batch + 1 } else { last_batch };
-            let mut stale = false;
+            let mut stale_end = None;
             let mut later = None;
-            let mut later_batch = 0;
             let mut p = off + RECORD_ALIGN;
             while let Some((at, h)) = next_valid(&buf, p, seq) {
                 max_batch = max_batch.max(h.batch_seq);
                 if h.batch_seq > incomplete {
-                    later = Some(at);
-                    later_batch = h.batch_seq;
+                    later = Some((at, h.batch_seq));
                     break;
                 }
-                stale = true;
+                stale_end = Some(at + h.record_len());
                 p = at + RECORD_ALIGN;
             }
-            if let Some(resume) = later {
-                let p = Problem {
-                    segment: path.clone(),
-                    name: name.clone(),
-                    offset: off as u64,
-                    resume: Some(resume as u64),
-                    reason: bad
-                        .unwrap_or("unwritten bytes before later records")
-                        .to_string(),
-                    kind: ProblemKind::Region,
-                    pad_batch: last_batch,
-                    pad_end: later_batch > last_batch,
-                };
+            if let Some((resume, batch)) = later {
+                let reason = bad.unwrap_or("unwritten bytes before later records");
+                let p = problem(off, Some(resume), reason, ProblemKind::Region, last_batch, batch > last_batch);
                 if mode == ScanMode::Open {
                     return Err(p.to_error());
                 }
@@ -414,42 +383,47 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                 off = resume;
                 continue;
             }
-            if bad.is_some() || stale || !last_end {
-                // The incomplete batch is dropped whole: it was never
-                // synced, so none of its messages was acknowledged.
-                let from = if last_end {
-                    off as u64
-                } else {
-                    batch_start(&buf, seq, last_batch)
-                };
+            if i + 1 < count {
+                // Only the newest segment can end in a torn batch: a
+                // segment is sealed, and the seal synced, before the next
+                // one is set up.
+                if buf.len() - off < RECORD_HEADER_LEN && last_end && bad.is_none() {
+                    break;
+                }
+                let reason = bad.unwrap_or("segment ends without its seal (records are missing)");
+                let p = problem(off, None, reason, ProblemKind::Region, last_batch, true);
+                if mode == ScanMode::Open {
+                    return Err(p.to_error());
+                }
+                out.problems.push(p);
+                break;
+            }
+            let torn_record = matches!(
+                RecordHeader::decode(buf.get(off..).unwrap_or_default()),
+                HeaderCheck::Valid(h) if h.segment_seq == seq
+            );
+            if stale_end.is_some() || !last_end || torn_record {
+                // The last batch is incomplete: it was never synced, so
+                // none of its messages was acknowledged. Drop it whole.
+                let from = if last_end { off as u64 } else { batch_start(&buf, seq, last_batch) };
                 let before = out.records.len();
-                while out.records.len() > seg_records_start
-                    && out.records.last().unwrap().offset >= from
-                {
+                while out.records.len() > seg_records_start && out.records.last().unwrap().offset >= from {
                     out.records.pop();
                 }
                 out.torn = Some(TornTail {
                     segment: path.clone(),
                     seg: i,
                     offset: from,
-                    stop: off as u64,
-                    batch: last_batch,
+                    zero_to: stale_end.unwrap_or(off).max(off) as u64,
                     dropped_records: (before - out.records.len()) as u64,
                     reason: bad.unwrap_or("incomplete last batch").to_string(),
                 });
-                end_of_segment = from as usize;
-                last_end = true;
+                end = from as usize;
                 last_batch = incomplete;
             }
             break;
         }
-        out.segments.push(ScannedSegment {
-            name,
-            seq,
-            file,
-            size: buf.len() as u64,
-            end: end_of_segment as u64,
-        });
+        out.segments.push(ScannedSegment { name, seq, file, sealed, end: end as u64 });
     }
     out.next_batch = max_batch.max(last_batch) + 1;
     Ok(out)
@@ -566,7 +540,9 @@ pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
                 if bad.len() >= RECORD_HEADER_LEN {
                     let seq = parse_name(&p.name, "seg-").unwrap_or(0);
                     let pad = RecordHeader {
-                        flags: FLAG_PAD | if p.pad_end { FLAG_BATCH_END } else { 0 },
+                        flags: FLAG_PAD
+                            | if p.pad_end { FLAG_BATCH_END } else { 0 }
+                            | if p.resume.is_none() { FLAG_SEAL } else { 0 },
                         delete_flag: DELETED,
                         kind: QueueKind::Main,
                         payload_len: 0,

@@ -356,6 +356,10 @@ impl Storage for SimStorage {
         }
         Ok(!std::mem::replace(&mut st.locked, true))
     }
+
+    fn unlock(&self) {
+        self.state.lock().unwrap().locked = false;
+    }
 }
 
 #[cfg(test)]

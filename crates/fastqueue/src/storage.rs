@@ -29,8 +29,11 @@ pub trait Storage: Send + Sync {
     /// directory).
     fn sync_dir(&self) -> io::Result<()>;
     /// Takes the exclusive lock of the directory; `false` if another
-    /// holder has it. Held until the storage is dropped.
+    /// holder has it. Held until [`Storage::unlock`] or until the storage
+    /// is dropped.
     fn try_lock(&self) -> io::Result<bool>;
+    /// Releases the lock taken by [`Storage::try_lock`].
+    fn unlock(&self);
 }
 
 /// One open file.
@@ -172,5 +175,10 @@ impl Storage for DirStorage {
         }
         *self.lock.lock().unwrap() = Some(f);
         Ok(true)
+    }
+
+    fn unlock(&self) {
+        // Closing the descriptor releases the flock.
+        self.lock.lock().unwrap().take();
     }
 }
