@@ -4,11 +4,13 @@
 
 use pyo3::prelude::*;
 
+mod fastqueue;
 mod sim;
 
 #[pymodule]
 fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     sim::register(m)?;
+    fastqueue::register(m)?;
     Ok(())
 }
