@@ -134,7 +134,14 @@ impl RecordHeader {
     /// checksums. `self.payload_len` and `self.payload_crc` are taken from
     /// `payload`.
     pub fn encode(&self, payload: &[u8], out: &mut Vec<u8>) {
-        let payload_crc = crc32c::crc32c(payload);
+        let h = RecordHeader { payload_crc: crc32c::crc32c(payload), ..self.clone() };
+        h.encode_with_crc(payload, out);
+    }
+
+    /// [`RecordHeader::encode`] with `self.payload_crc` already computed
+    /// (outside a lock, say).
+    pub fn encode_with_crc(&self, payload: &[u8], out: &mut Vec<u8>) {
+        let payload_crc = self.payload_crc;
         let start = out.len();
         out.extend_from_slice(&RECORD_MAGIC);
         out.push(FORMAT_VERSION);

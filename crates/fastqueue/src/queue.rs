@@ -4,7 +4,9 @@
 //! into the open batch under the state lock and sleeps until the batch is
 //! durable. One flusher thread (`flusher_loop`) closes a batch when it
 //! holds `batch_bytes`, when `batch_delay` has passed since its first
-//! record, or on [`FastQueue::flush`]; it writes the batch with one write
+//! record, when it holds as many records as the previous batch (the
+//! producers of that batch are all back), or on [`FastQueue::flush`]; it
+//! writes the batch with one write
 //! call per segment, syncs, publishes the records to the Message Index
 //! Node table and wakes the producers (Lazy Gathering Write with group
 //! commit). Acknowledgements are 1-byte writes of the delete flag, gathered
@@ -46,7 +48,8 @@ pub struct Config {
     pub batch_bytes: usize,
     /// A batch closes this long after its first record (default 1 ms; 0:
     /// no deliberate wait, a batch holds what arrived during the previous
-    /// sync).
+    /// sync). It closes earlier when it holds as many records as the
+    /// previous batch.
     pub batch_delay: Duration,
     /// When enqueue returns (default [`Durability::Sync`]).
     pub durability: Durability,
@@ -232,6 +235,9 @@ struct State {
     unpublished: HashMap<u64, u32>,
     flags: Vec<(u64, u64)>,
     pending_bytes: usize,
+    /// Records in the open batch, and in the last batch written.
+    pending_records: usize,
+    last_round_records: usize,
     first_pending: Option<Instant>,
     flush_now: bool,
     sync_all: bool,
@@ -261,8 +267,10 @@ struct Inner {
     state: Mutex<State>,
     /// The flusher waits here for work.
     work_cv: Condvar,
-    /// Producers and ackers wait here for their round.
-    done_cv: Condvar,
+    /// Producers and ackers wait for round `r` on `done_cv[r % 2]`: a
+    /// finished round wakes only its own waiters, not those of the round
+    /// being gathered.
+    done_cv: [Condvar; 2],
     /// Consumers wait here for messages.
     ready_cv: Condvar,
     cache: Mutex<ReadCache>,
@@ -372,7 +380,7 @@ impl FastQueue {
             cfg,
             state: Mutex::new(State::default()),
             work_cv: Condvar::new(),
-            done_cv: Condvar::new(),
+            done_cv: [Condvar::new(), Condvar::new()],
             ready_cv: Condvar::new(),
             cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
             allocator: Mutex::new(None),
@@ -446,11 +454,12 @@ impl FastQueue {
         if payload.len() > self.inner.cfg.max_payload() {
             return Err(Error::TooLarge { len: payload.len(), max: self.inner.cfg.max_payload() });
         }
+        let crc = crc32c::crc32c(payload);
         let mut st = self.inner.usable()?;
         let id = st.next_id;
         st.next_id += 1;
         let ticket =
-            self.inner.append(&mut st, id, payload, QueueKind::Main, 0, now_ns(), 0);
+            self.inner.append(&mut st, id, payload, crc, QueueKind::Main, 0, now_ns(), 0);
         self.inner.wait_round(st, ticket)?;
         Ok(id)
     }
@@ -588,7 +597,9 @@ impl FastQueue {
             QueueKind::Retry
         };
         let due = now_ns().saturating_add(delay.as_nanos() as u64);
-        let ticket = self.inner.append(&mut st, id, &msg.payload, kind, attempts, min.enqueued_ns, due);
+        let crc = crc32c::crc32c(&msg.payload);
+        let ticket =
+            self.inner.append(&mut st, id, &msg.payload, crc, kind, attempts, min.enqueued_ns, due);
         self.inner.wait_round(st, ticket)?;
         Ok(kind)
     }
@@ -645,7 +656,7 @@ impl FastQueue {
         let mut st = self.inner.state.lock().unwrap();
         st.closed = true;
         self.inner.ready_cv.notify_all();
-        self.inner.done_cv.notify_all();
+        self.inner.wake_all();
         match &st.failed {
             Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
             None => Ok(()),
@@ -780,6 +791,7 @@ impl Inner {
         st: &mut State,
         id: u64,
         payload: &[u8],
+        payload_crc: u32,
         kind: QueueKind,
         attempts: u32,
         enqueued_ns: u64,
@@ -814,10 +826,10 @@ impl Inner {
             not_before_ns,
             segment_seq: chunk.seq,
             batch_seq: chunk.batch,
-            payload_crc: 0,
+            payload_crc,
         };
         chunk.last_record = chunk.buf.len();
-        header.encode(payload, &mut chunk.buf);
+        header.encode_with_crc(payload, &mut chunk.buf);
         chunk.records.push((
             id,
             Min {
@@ -832,6 +844,7 @@ impl Inner {
             },
         ));
         st.pending_bytes += need as usize;
+        st.pending_records += 1;
         st.stats.enqueued += u64::from(kind == QueueKind::Main);
         if st.first_pending.is_none() {
             st.first_pending = Some(Instant::now());
@@ -839,6 +852,10 @@ impl Inner {
         }
         if st.pending_bytes >= self.cfg.batch_bytes {
             st.flush_now = true;
+            self.work_cv.notify_one();
+        } else if st.pending_records == st.last_round_records {
+            // The flusher waits on its timer; this record completes the
+            // batch early (see `flusher_loop`).
             self.work_cv.notify_one();
         }
         st.open_round
@@ -881,7 +898,7 @@ impl Inner {
             if st.failed.is_some() || st.closed {
                 return Err(self.unusable(&st));
             }
-            st = self.done_cv.wait(st).unwrap();
+            st = self.done_cv[(ticket % 2) as usize].wait(st).unwrap();
         }
     }
 
@@ -940,7 +957,10 @@ impl Inner {
                 }
                 if work {
                     let waited = st.first_pending.map_or(Duration::ZERO, |t| t.elapsed());
-                    if st.flush_now || st.closing || waited >= self.cfg.batch_delay {
+                    // As many records as the last batch: its producers are
+                    // all back, waiting longer would only add latency.
+                    let all_back = st.last_round_records > 0 && st.pending_records >= st.last_round_records;
+                    if st.flush_now || st.closing || all_back || waited >= self.cfg.batch_delay {
                         break;
                     }
                     let nap = self.cfg.batch_delay - waited;
@@ -957,6 +977,9 @@ impl Inner {
             st.flush_now = false;
             st.first_pending = None;
             st.pending_bytes = 0;
+            if st.pending_records > 0 {
+                st.last_round_records = std::mem::take(&mut st.pending_records);
+            }
             drop(st);
 
             let result = self.write_round(&mut chunks, &flags, sync_all);
@@ -975,8 +998,10 @@ impl Inner {
             };
             if st.failed.is_none() {
                 st.durable_round = round;
+                self.done_cv[(round % 2) as usize].notify_all();
+            } else {
+                self.wake_all();
             }
-            self.done_cv.notify_all();
             self.ready_cv.notify_all();
             let failed = st.failed.is_some();
             let spare = !failed && !st.closing && !st.allocating && st.free.len() < self.cfg.spare_segments;
@@ -997,10 +1022,16 @@ impl Inner {
         }
     }
 
+    fn wake_all(&self) {
+        for cv in &self.done_cv {
+            cv.notify_all();
+        }
+    }
+
     fn fail(&self, e: Error) {
         let mut st = self.state.lock().unwrap();
         st.failed.get_or_insert(e.to_string());
-        self.done_cv.notify_all();
+        self.wake_all();
         self.ready_cv.notify_all();
     }
 

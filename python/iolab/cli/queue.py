@@ -192,7 +192,8 @@ def _have_persist_queue() -> bool:
 def cmd_bench(args: argparse.Namespace) -> int:
     from iolab import _iolab
 
-    rust_peers = list(_iolab.FASTQUEUE_PEERS)
+    # The baseline first, so that every row can show its ratio to it.
+    rust_peers = ["file-per-message"] + [p for p in _iolab.FASTQUEUE_PEERS if p != "file-per-message"]
     all_peers = rust_peers[:4] + [PERSIST_QUEUE] + rust_peers[4:]
     if args.quick:
         sizes, producers, seconds = [1024], [1, 16], min(args.seconds, 0.5)
@@ -202,6 +203,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for p in peers:
         if p not in all_peers:
             raise UserError(f"--peers: unknown peer '{p}'; expected one of: {', '.join(all_peers)}")
+    peers = [p for p in all_peers if p in peers]
     if seconds <= 0 or args.max_mib <= 0:
         raise UserError("--seconds and --max-mib must be positive")
     if PERSIST_QUEUE in peers and not _have_persist_queue():
