@@ -130,6 +130,25 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl RecordHeader {
+    /// A padding record (never a message, deleted): the seal of a segment,
+    /// or what `repair` writes over damaged bytes. `flags` are added to
+    /// [`FLAG_PAD`].
+    pub fn padding(flags: u8, segment_seq: u64, batch_seq: u64) -> RecordHeader {
+        RecordHeader {
+            flags: FLAG_PAD | flags,
+            delete_flag: DELETED,
+            kind: QueueKind::Main,
+            payload_len: 0,
+            attempts: 0,
+            id: 0,
+            enqueued_ns: 0,
+            not_before_ns: 0,
+            segment_seq,
+            batch_seq,
+            payload_crc: 0,
+        }
+    }
+
     /// Appends header, payload and padding to `out`, computing both
     /// checksums. `self.payload_len` and `self.payload_crc` are taken from
     /// `payload`.

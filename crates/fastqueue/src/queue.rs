@@ -871,19 +871,7 @@ impl Inner {
         st.head_off += RECORD_HEADER_LEN as u64;
         st.pending_bytes += RECORD_HEADER_LEN;
         let chunk = st.chunks.last_mut().unwrap();
-        let seal = RecordHeader {
-            flags: FLAG_PAD | FLAG_SEAL,
-            delete_flag: DELETED,
-            kind: QueueKind::Main,
-            payload_len: 0,
-            attempts: 0,
-            id: 0,
-            enqueued_ns: 0,
-            not_before_ns: 0,
-            segment_seq: chunk.seq,
-            batch_seq: chunk.batch,
-            payload_crc: 0,
-        };
+        let seal = RecordHeader::padding(FLAG_SEAL, chunk.seq, chunk.batch);
         debug_assert_eq!(chunk.offset + chunk.buf.len() as u64, offset);
         chunk.last_record = chunk.buf.len();
         seal.encode(&[], &mut chunk.buf);

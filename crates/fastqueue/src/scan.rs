@@ -539,21 +539,9 @@ pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
                 let mut cover = Vec::with_capacity(bad.len());
                 if bad.len() >= RECORD_HEADER_LEN {
                     let seq = parse_name(&p.name, "seg-").unwrap_or(0);
-                    let pad = RecordHeader {
-                        flags: FLAG_PAD
-                            | if p.pad_end { FLAG_BATCH_END } else { 0 }
-                            | if p.resume.is_none() { FLAG_SEAL } else { 0 },
-                        delete_flag: DELETED,
-                        kind: QueueKind::Main,
-                        payload_len: 0,
-                        attempts: 0,
-                        id: 0,
-                        enqueued_ns: 0,
-                        not_before_ns: 0,
-                        segment_seq: seq,
-                        batch_seq: p.pad_batch,
-                        payload_crc: 0,
-                    };
+                    let flags = if p.pad_end { FLAG_BATCH_END } else { 0 }
+                        | if p.resume.is_none() { FLAG_SEAL } else { 0 };
+                    let pad = RecordHeader::padding(flags, seq, p.pad_batch);
                     let body = (bad.len() - RECORD_HEADER_LEN) / RECORD_ALIGN * RECORD_ALIGN;
                     pad.encode(&bad[RECORD_HEADER_LEN..RECORD_HEADER_LEN + body], &mut cover);
                 }

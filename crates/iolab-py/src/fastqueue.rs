@@ -46,15 +46,31 @@ fn message(py: Python<'_>, m: fastqueue::Message) -> PyMessage {
     (m.id, PyBytes::new(py, &m.payload).unbind(), m.attempts, kind_name(m.kind), m.enqueued_ns)
 }
 
+/// A queue handle that `close()` empties; the `Arc` lets a call run
+/// without the GIL while another thread closes.
+struct Slot<T>(std::sync::Mutex<Option<Arc<T>>>);
+
+impl<T> Slot<T> {
+    fn new(q: T) -> Self {
+        Slot(std::sync::Mutex::new(Some(Arc::new(q))))
+    }
+    fn get(&self) -> PyResult<Arc<T>> {
+        self.0.lock().unwrap().clone().ok_or_else(|| QueueError::new_err("fastqueue: queue is closed"))
+    }
+    fn take(&self) -> Option<Arc<T>> {
+        self.0.lock().unwrap().take()
+    }
+}
+
 /// The native FastQueue; see `iolab.fastqueue.FastQueue`.
 #[pyclass(name = "FastQueue", module = "iolab._iolab", frozen)]
 struct PyFastQueue {
-    inner: std::sync::Mutex<Option<Arc<fastqueue::FastQueue>>>,
+    inner: Slot<fastqueue::FastQueue>,
 }
 
 impl PyFastQueue {
     fn get(&self) -> PyResult<Arc<fastqueue::FastQueue>> {
-        self.inner.lock().unwrap().clone().ok_or_else(|| QueueError::new_err("fastqueue: queue is closed"))
+        self.inner.get()
     }
 }
 
@@ -93,7 +109,7 @@ impl PyFastQueue {
             spare_segments,
         };
         let q = py.allow_threads(|| fastqueue::FastQueue::open(&path, cfg)).map_err(to_py)?;
-        Ok(PyFastQueue { inner: std::sync::Mutex::new(Some(Arc::new(q))) })
+        Ok(PyFastQueue { inner: Slot::new(q) })
     }
 
     fn enqueue(&self, py: Python<'_>, payload: &[u8]) -> PyResult<u64> {
@@ -168,7 +184,7 @@ impl PyFastQueue {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let taken = self.inner.lock().unwrap().take();
+        let taken = self.inner.take();
         match taken {
             Some(q) => py.allow_threads(move || {
                 let r = q.close();
@@ -184,12 +200,12 @@ impl PyFastQueue {
 /// The file-per-message baseline; see `iolab.fastqueue.FilePerMessageQueue`.
 #[pyclass(name = "FilePerMessageQueue", module = "iolab._iolab", frozen)]
 struct PyFilePerMessageQueue {
-    inner: std::sync::Mutex<Option<Arc<fastqueue::FilePerMessageQueue>>>,
+    inner: Slot<fastqueue::FilePerMessageQueue>,
 }
 
 impl PyFilePerMessageQueue {
     fn get(&self) -> PyResult<Arc<fastqueue::FilePerMessageQueue>> {
-        self.inner.lock().unwrap().clone().ok_or_else(|| QueueError::new_err("fastqueue: queue is closed"))
+        self.inner.get()
     }
 }
 
@@ -198,7 +214,7 @@ impl PyFilePerMessageQueue {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
         let q = py.allow_threads(|| fastqueue::FilePerMessageQueue::open(&path)).map_err(to_py)?;
-        Ok(PyFilePerMessageQueue { inner: std::sync::Mutex::new(Some(Arc::new(q))) })
+        Ok(PyFilePerMessageQueue { inner: Slot::new(q) })
     }
 
     fn enqueue(&self, py: Python<'_>, payload: &[u8]) -> PyResult<u64> {
@@ -227,7 +243,7 @@ impl PyFilePerMessageQueue {
     }
 
     fn close(&self) {
-        self.inner.lock().unwrap().take();
+        self.inner.take();
     }
 }
 
