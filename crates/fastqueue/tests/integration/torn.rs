@@ -69,6 +69,7 @@ fn check_every_cut(storage: &SimStorage, last_batches: usize) -> usize {
         assert!(again.contains(&id));
         cuts += 1;
     }
+    eprintln!("torn tail: {cuts} cut offsets reopened");
     cuts
 }
 
