@@ -139,7 +139,7 @@ fn many_producers_and_consumers_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = Config {
         segment_size: 256 << 10,
-        batch_delay: Duration::from_micros(200),
+        batch_delay: Duration::from_millis(2),
         spare_segments: 1,
         ..Config::default()
     };
