@@ -701,29 +701,25 @@ fn pop(st: &mut State, max: usize, dead: bool) -> Vec<Popped> {
     let mut out = Vec::new();
     let now = now_ns();
     while out.len() < max {
-        let id = if dead {
+        let (id, want) = if dead {
             match st.dead.pop_front() {
-                Some(id) => id,
+                Some(id) => (id, QueueKind::Dead),
                 None => break,
             }
         } else if let Some(&(due, id)) = st.retry.first().filter(|(due, _)| *due <= now) {
             st.retry.pop_first();
             match st.index.get(&id) {
-                Some(m) if m.kind == QueueKind::Retry && m.not_before_ns == due => id,
+                Some(m) if m.not_before_ns == due => (id, QueueKind::Retry),
                 _ => continue,
             }
         } else {
             match st.main.pop_front() {
-                Some(id) => id,
+                Some(id) => (id, QueueKind::Main),
                 None => break,
             }
         };
-        let want = if dead { QueueKind::Dead } else { QueueKind::Main };
         let Some(min) = st.index.get_mut(&id) else { continue };
-        if min.state != MinState::Ready || (min.kind != want && min.kind != QueueKind::Retry) {
-            continue;
-        }
-        if dead != (min.kind == QueueKind::Dead) {
+        if min.state != MinState::Ready || min.kind != want {
             continue;
         }
         min.state = MinState::InFlight;
