@@ -165,6 +165,33 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert err.count("\n") == 1 and "locked" in err
 
 
+def test_cli_refuses_a_directory_that_is_not_a_queue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("x")
+    for action in ("check", "stats", "repair"):
+        assert main(["queue", action, str(tmp_path)]) == 2
+        assert "not a FastQueue directory" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+def test_second_process_gets_a_clear_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from iolab.fastqueue import FastQueue, QueueLockedError\n"
+        "try:\n"
+        "    FastQueue(sys.argv[1])\n"
+        "except QueueLockedError as e:\n"
+        "    print(e)\n"
+        "    sys.exit(3)\n"
+    )
+    with FastQueue(tmp_path, **SMALL):
+        r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "locked by another process" in r.stdout
+
+
 def test_cli_bench_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["queue", "bench", "--dir", str(tmp_path), "--sizes", "256", "--producers", "2"]
     argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message,device"]

@@ -61,8 +61,12 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def _existing_queue(path: str) -> str:
+    """``path`` if it holds a FastQueue (so that no command creates one by
+    mistake in another directory)."""
     if not os.path.isdir(path):
         raise UserError(f"{path}: no such queue directory")
+    if not any(n.startswith("seg-") and n.endswith(".fq") for n in os.listdir(path)):
+        raise UserError(f"{path}: not a FastQueue directory (no seg-*.fq segment files)")
     return path
 
 
