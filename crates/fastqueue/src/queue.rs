@@ -226,6 +226,9 @@ struct State {
     allocating: bool,
     head_seq: u64,
     head_off: u64,
+    /// Size of the head segment's file (segments made with another
+    /// `segment_size` keep theirs).
+    head_size: u64,
     next_seq: u64,
     next_id: u64,
     next_batch: u64,
@@ -391,10 +394,12 @@ impl FastQueue {
             Some((&seq, seg)) => {
                 st.head_seq = seq;
                 st.head_off = seg.end;
+                st.head_size =
+                    seg.file.len().map_err(|e| Error::io(inner.storage.path(&seg.name), "stat", e))?;
                 if found.segments.last().is_some_and(|s| s.sealed) {
                     // Sealed before a crash that came before the next
                     // segment was set up: the next record opens one.
-                    st.head_off = cfg_segment_size;
+                    st.head_off = st.head_size;
                 }
             }
             None => {
@@ -406,6 +411,7 @@ impl FastQueue {
                 st = std::mem::take(&mut *inner.state.lock().unwrap());
                 st.head_seq = seq;
                 st.head_off = SEGMENT_HEADER_LEN;
+                st.head_size = cfg_segment_size;
                 st.segments.insert(seq, seg);
             }
         }
@@ -540,7 +546,8 @@ impl FastQueue {
             }
         }
         for id in ids {
-            let min = st.index.remove(id).unwrap();
+            // An id given twice is acknowledged once.
+            let Some(min) = st.index.remove(id) else { continue };
             if min.state == MinState::InFlight {
                 st.in_flight -= 1;
             }
@@ -795,14 +802,15 @@ impl Inner {
     ) -> u64 {
         let need = record_len(payload.len()) as u64;
         let mut activate = None;
-        if st.head_off + need > self.cfg.segment_size {
-            if st.head_off + RECORD_HEADER_LEN as u64 <= self.cfg.segment_size {
+        if st.head_off + need > st.head_size {
+            if st.head_off + RECORD_HEADER_LEN as u64 <= st.head_size {
                 self.seal(st);
             }
             // Next segment; the flusher sets it up before writing to it.
             st.head_seq = st.next_seq;
             st.next_seq += 1;
             st.head_off = SEGMENT_HEADER_LEN;
+            st.head_size = self.cfg.segment_size;
             activate = Some(id);
         }
         if activate.is_some() || st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
@@ -1140,8 +1148,17 @@ impl Inner {
     /// Sets up segment `seq` from a free file (or a new one): header,
     /// sync, rename, directory sync, all before any record goes in.
     fn activate(&self, seq: u64, id_floor: u64) -> Result<Segment> {
-        let free = self.state.lock().unwrap().free.pop();
-        let from = match free {
+        let mut from = None;
+        while let Some(name) = self.state.lock().unwrap().free.pop() {
+            // A free file made with another segment size is not reused.
+            let len = self.storage.open(&name).and_then(|f| f.len());
+            if len.is_ok_and(|l| l == self.cfg.segment_size) {
+                from = Some(name);
+                break;
+            }
+            self.storage.remove(&name).map_err(|e| Error::io(self.storage.path(&name), "remove", e))?;
+        }
+        let from = match from {
             Some(name) => name,
             None => self.create_free()?,
         };

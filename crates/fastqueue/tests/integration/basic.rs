@@ -59,6 +59,9 @@ fn bad_config_and_payloads_are_refused() {
     assert!(matches!(q.enqueue(&too_big), Err(Error::TooLarge { .. })));
     q.enqueue(&vec![7u8; q.config().max_payload()]).unwrap();
     assert!(matches!(q.ack(12345), Err(Error::UnknownId { id: 12345 })));
+    let id = q.enqueue(b"twice").unwrap();
+    q.ack_many(&[id, id]).unwrap();
+    assert!(matches!(q.ack(id), Err(Error::UnknownId { .. })));
     assert!(q.nack(12345, Duration::ZERO).is_err());
 }
 
@@ -217,4 +220,23 @@ fn file_per_message_baseline_has_the_same_behaviour() {
     let got: Vec<u64> = q.dequeue_batch(100).unwrap().iter().map(|m| m.id).collect();
     assert_eq!(got, ids[3..]);
     assert!(matches!(q.ack(999), Err(Error::UnknownId { .. })));
+}
+
+#[test]
+fn reopening_with_another_segment_size_keeps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = Config { segment_size: 64 << 10, ..small_config() };
+    let mut ids = Vec::new();
+    for (round, cfg) in [small_config(), big.clone(), small_config(), big].into_iter().enumerate() {
+        let q = FastQueue::open(dir.path(), cfg).unwrap();
+        for i in 0..40 {
+            ids.push(q.enqueue(&payload(&format!("{round}-{i}"), 900)).unwrap());
+        }
+        drop(q);
+    }
+    let q = FastQueue::open(dir.path(), small_config()).unwrap();
+    assert_eq!(drain(&q).iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    assert!(fastqueue::check(dir.path()).is_err(), "queue still open");
+    drop(q);
+    assert!(fastqueue::check(dir.path()).unwrap().problems.is_empty());
 }
