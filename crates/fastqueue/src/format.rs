@@ -259,7 +259,9 @@ pub struct SegmentHeader {
     pub segment_size: u64,
     /// Sequence number; segments are read in this order.
     pub seq: u64,
-    /// Every message id in this segment is at least this.
+    /// Above every message id issued before the segment was set up (the
+    /// next open never issues a lower id, even when older segments were
+    /// recycled).
     pub id_floor: u64,
     /// When the segment was (re)initialised, ns since the Unix epoch.
     pub created_ns: u64,

@@ -213,7 +213,8 @@ struct Chunk {
     batch: u64,
     buf: Vec<u8>,
     last_record: usize,
-    /// `Some(id_floor)` when this chunk opens a new segment.
+    /// `Some(id_floor)` when this chunk opens a new segment: above every
+    /// id issued so far.
     activate: Option<u64>,
     records: Vec<(u64, Min)>,
 }
@@ -811,7 +812,10 @@ impl Inner {
             st.next_seq += 1;
             st.head_off = SEGMENT_HEADER_LEN;
             st.head_size = self.cfg.segment_size;
-            activate = Some(id);
+            // Not `id`: a retry copy keeps an old id, and the floor must
+            // stay above every id issued so far, so that none is reused
+            // after the older segments are recycled.
+            activate = Some(st.next_id.max(id + 1));
         }
         if activate.is_some() || st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
             new_chunk(st, activate);
