@@ -130,12 +130,14 @@ impl Store for Qf {
 }
 
 type Reply = mpsc::Sender<Result<(), String>>;
+/// A row to insert and where to say that it is committed.
+type Insert = (Vec<u8>, Reply);
 
 /// SQLite in WAL mode; one writer thread commits what is waiting (up to
 /// 128 rows) in one transaction, then answers the producers.
 struct Sqlite {
     path: PathBuf,
-    tx: Mutex<Option<mpsc::Sender<(Vec<u8>, Reply)>>>,
+    tx: Mutex<Option<mpsc::Sender<Insert>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -151,7 +153,7 @@ impl Sqlite {
     fn new(dir: &Path) -> Result<Sqlite, String> {
         let path = dir.join("queue.sqlite");
         let mut conn = sqlite_open(&path).map_err(|e| e.to_string())?;
-        let (tx, rx) = mpsc::channel::<(Vec<u8>, Reply)>();
+        let (tx, rx) = mpsc::channel::<Insert>();
         let writer = std::thread::spawn(move || {
             while let Ok(first) = rx.recv() {
                 let mut batch = vec![first];

@@ -79,7 +79,7 @@ impl Default for Config {
 impl Config {
     /// Checks every field; the error names the field.
     pub fn validate(&self) -> Result<()> {
-        if self.segment_size % 4096 != 0
+        if !self.segment_size.is_multiple_of(4096)
             || self.segment_size < 4 * SEGMENT_HEADER_LEN
             || self.segment_size > (1 << 40)
         {

@@ -37,6 +37,7 @@ pub trait Storage: Send + Sync {
 }
 
 /// One open file.
+#[allow(clippy::len_without_is_empty)]
 pub trait StorageFile: Send + Sync {
     /// Reads at `offset`; returns fewer bytes only at the end of the file.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
