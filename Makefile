@@ -2,6 +2,7 @@
 #   make demo    set up, build, and compare NOOP, Deadline and AS (writes demo-out/)
 #   make test    Rust and Python tests (what CI runs)
 #   make bench   speed figures (see docs/bench.md)
+#   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -10,7 +11,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench clean
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean
 
 all: build
 
@@ -45,6 +46,10 @@ demo: build
 
 bench: build
 	cargo run --release -q -p iolab-sim --bin iolab-sim-bench
+
+# FastQueue against its peers; a few minutes (see docs/fastqueue.md).
+bench-queue: build
+	$(IOLAB) queue bench --recovery-mib 1024
 
 clean:
 	cargo clean

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod fastqueue;
 mod sim;
 mod validate;
 
@@ -12,5 +13,6 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     sim::register(m)?;
     validate::register(m)?;
+    fastqueue::register(m)?;
     Ok(())
 }

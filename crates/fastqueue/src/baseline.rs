@@ -1,0 +1,157 @@
+//! [`FilePerMessageQueue`]: the traditional disk queue the paper starts
+//! from, as qmail and Postfix store mail: one file per message in hashed
+//! directories. Enqueue writes a temporary file, `fsync`s it, renames it
+//! into place and `fsync`s the directory; ack deletes the file.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+use crate::queue::{now_ns, Message};
+use crate::QueueKind;
+
+/// Hashed directories under `msg/` (qmail's `conf-split` is 23).
+const SPLIT: u64 = 64;
+
+/// One file per message, with the same calls as [`crate::FastQueue`].
+pub struct FilePerMessageQueue {
+    root: PathBuf,
+    next_id: AtomicU64,
+    state: Mutex<State>,
+    _lock: File,
+}
+
+#[derive(Default)]
+struct State {
+    ready: VecDeque<u64>,
+    attempts: HashMap<u64, u32>,
+}
+
+fn io<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |e| Error::io(path, op, e)
+}
+
+fn sync_dir(path: &Path) -> Result<()> {
+    File::open(path).and_then(|d| d.sync_all()).map_err(io(path, "fsync"))
+}
+
+impl FilePerMessageQueue {
+    /// Opens (or creates) the queue in `dir`, finding the stored messages.
+    pub fn open(dir: impl AsRef<Path>) -> Result<FilePerMessageQueue> {
+        let root = dir.as_ref().to_path_buf();
+        let tmp = root.join("tmp");
+        fs::create_dir_all(&tmp).map_err(io(&root, "create"))?;
+        let lock = File::create(root.join("LOCK")).map_err(io(&root, "create LOCK"))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(Error::Locked { path: root });
+        }
+        for entry in fs::read_dir(&tmp).map_err(io(&tmp, "list"))? {
+            let path = entry.map_err(io(&tmp, "list"))?.path();
+            fs::remove_file(&path).map_err(io(&path, "remove"))?;
+        }
+        let mut ids = Vec::new();
+        for h in 0..SPLIT {
+            let sub = root.join("msg").join(format!("{h:02x}"));
+            if !sub.is_dir() {
+                fs::create_dir_all(&sub).map_err(io(&sub, "create"))?;
+                continue;
+            }
+            for entry in fs::read_dir(&sub).map_err(io(&sub, "list"))? {
+                let name = entry.map_err(io(&sub, "list"))?.file_name();
+                if let Some(id) = name.to_str().and_then(|n| u64::from_str_radix(n, 16).ok()) {
+                    ids.push(id);
+                }
+            }
+        }
+        sync_dir(&root.join("msg"))?;
+        sync_dir(&root)?;
+        ids.sort_unstable();
+        let next = ids.last().map_or(1, |m| m + 1);
+        Ok(FilePerMessageQueue {
+            root,
+            next_id: AtomicU64::new(next),
+            state: Mutex::new(State { ready: ids.into(), attempts: HashMap::new() }),
+            _lock: lock,
+        })
+    }
+
+    fn path_of(&self, id: u64) -> PathBuf {
+        self.root.join("msg").join(format!("{:02x}", id % SPLIT)).join(format!("{id:016x}"))
+    }
+
+    /// Stores `payload` durably and returns its id.
+    pub fn enqueue(&self, payload: &[u8]) -> Result<u64> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.root.join("tmp").join(format!("{id:016x}"));
+        let mut f = File::create(&tmp).map_err(io(&tmp, "create"))?;
+        f.write_all(payload).map_err(io(&tmp, "write"))?;
+        f.sync_all().map_err(io(&tmp, "fsync"))?;
+        drop(f);
+        let dest = self.path_of(id);
+        fs::rename(&tmp, &dest).map_err(io(&dest, "rename"))?;
+        sync_dir(dest.parent().unwrap())?;
+        self.state.lock().unwrap().ready.push_back(id);
+        Ok(id)
+    }
+
+    /// Takes the oldest message, if any.
+    pub fn dequeue(&self) -> Result<Option<Message>> {
+        Ok(self.dequeue_batch(1)?.pop())
+    }
+
+    /// Takes up to `max` messages in arrival order (one file read each).
+    pub fn dequeue_batch(&self, max: usize) -> Result<Vec<Message>> {
+        let taken: Vec<(u64, u32)> = {
+            let mut st = self.state.lock().unwrap();
+            let n = max.min(st.ready.len());
+            let ids: Vec<u64> = st.ready.drain(..n).collect();
+            ids.into_iter().map(|id| (id, st.attempts.get(&id).copied().unwrap_or(0))).collect()
+        };
+        let mut out = Vec::with_capacity(taken.len());
+        for (id, attempts) in taken {
+            let path = self.path_of(id);
+            let payload = fs::read(&path).map_err(io(&path, "read"))?;
+            out.push(Message { id, payload, attempts, kind: QueueKind::Main, enqueued_ns: now_ns() });
+        }
+        Ok(out)
+    }
+
+    /// Deletes a delivered message's file.
+    pub fn ack(&self, id: u64) -> Result<()> {
+        let path = self.path_of(id);
+        fs::remove_file(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::UnknownId { id },
+            _ => Error::io(&path, "remove", e),
+        })?;
+        self.state.lock().unwrap().attempts.remove(&id);
+        Ok(())
+    }
+
+    /// Gives a delivered message back for another attempt (the count is
+    /// kept in memory only).
+    pub fn nack(&self, id: u64) -> Result<()> {
+        if !self.path_of(id).exists() {
+            return Err(Error::UnknownId { id });
+        }
+        let mut st = self.state.lock().unwrap();
+        *st.attempts.entry(id).or_default() += 1;
+        st.ready.push_back(id);
+        Ok(())
+    }
+
+    /// Messages waiting for delivery.
+    pub fn len(&self) -> usize {
+        self.state.lock().unwrap().ready.len()
+    }
+
+    /// Whether no message waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

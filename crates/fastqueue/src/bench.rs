@@ -1,0 +1,435 @@
+//! The benchmark (feature `bench`): FastQueue and its peers under the same
+//! load. Used by the `fastqueue-bench` binary and by `iolab queue bench`.
+//!
+//! One case: `producers` threads each enqueue messages of `size` bytes, as
+//! fast as the store acknowledges them (each call returns only when the
+//! message is durable), for `seconds` or until `max_bytes` are stored.
+//! Then one consumer reads everything back and deletes it. Peers:
+//!
+//! - `fastqueue`: this crate, durable mode, default batch settings;
+//! - `file-per-message`: [`FilePerMessageQueue`] (qmail/Postfix style);
+//! - `queue-file`: the Rust `queue-file` crate (one file, `add` with
+//!   synchronous writes), behind a mutex since it is single-threaded;
+//! - `sqlite-wal`: a plain SQLite table in WAL mode with `synchronous=FULL`,
+//!   one writer thread committing up to 128 waiting rows per transaction;
+//! - `device`: the device's own limit: one thread writing the same bytes
+//!   sequentially into a preallocated file, one `fdatasync` per MiB.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::{Config, FastQueue, FilePerMessageQueue};
+
+/// The stores the benchmark knows.
+pub const PEERS: &[&str] = &["fastqueue", "file-per-message", "queue-file", "sqlite-wal", "device"];
+
+/// One benchmark case.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// One of [`PEERS`].
+    pub peer: String,
+    /// Payload bytes per message.
+    pub size: usize,
+    /// Producer threads.
+    pub producers: usize,
+    /// Longest time spent writing.
+    pub seconds: f64,
+    /// Most payload bytes written.
+    pub max_bytes: u64,
+    /// Directory for the store's files (created, emptied afterwards).
+    pub dir: PathBuf,
+    /// FastQueue's batch timer.
+    pub batch_delay: Duration,
+}
+
+/// What one case measured.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Messages written (acknowledged).
+    pub messages: u64,
+    /// Seconds spent writing.
+    pub write_seconds: f64,
+    /// Messages per second written.
+    pub write_msgs_per_s: f64,
+    /// Payload MB (10^6 bytes) per second written.
+    pub write_mb_per_s: f64,
+    /// Median acknowledgement latency, microseconds.
+    pub p50_us: f64,
+    /// 99th-percentile acknowledgement latency, microseconds.
+    pub p99_us: f64,
+    /// Messages per second read back and deleted (0: not measured).
+    pub read_msgs_per_s: f64,
+}
+
+/// A store under test.
+trait Store: Sync {
+    fn put(&self, payload: &[u8]) -> Result<(), String>;
+    /// Reads and deletes everything; returns the count.
+    fn drain(&self) -> Result<u64, String>;
+}
+
+struct Fq(FastQueue);
+
+impl Store for Fq {
+    fn put(&self, payload: &[u8]) -> Result<(), String> {
+        self.0.enqueue(payload).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn drain(&self) -> Result<u64, String> {
+        let mut n = 0;
+        loop {
+            let batch = self.0.dequeue_batch(512, None).map_err(|e| e.to_string())?;
+            if batch.is_empty() {
+                return Ok(n);
+            }
+            n += batch.len() as u64;
+            let ids: Vec<u64> = batch.iter().map(|m| m.id).collect();
+            self.0.ack_many(&ids).map_err(|e| e.to_string())?;
+        }
+    }
+}
+
+struct Fpm(FilePerMessageQueue);
+
+impl Store for Fpm {
+    fn put(&self, payload: &[u8]) -> Result<(), String> {
+        self.0.enqueue(payload).map(|_| ()).map_err(|e| e.to_string())
+    }
+    fn drain(&self) -> Result<u64, String> {
+        let mut n = 0;
+        loop {
+            let batch = self.0.dequeue_batch(512).map_err(|e| e.to_string())?;
+            if batch.is_empty() {
+                return Ok(n);
+            }
+            for m in batch {
+                self.0.ack(m.id).map_err(|e| e.to_string())?;
+                n += 1;
+            }
+        }
+    }
+}
+
+struct Qf(Mutex<queue_file::QueueFile>);
+
+impl Store for Qf {
+    fn put(&self, payload: &[u8]) -> Result<(), String> {
+        self.0.lock().unwrap().add(payload).map_err(|e| e.to_string())
+    }
+    fn drain(&self) -> Result<u64, String> {
+        let mut q = self.0.lock().unwrap();
+        let mut n = 0;
+        while let Some(bytes) = q.peek().map_err(|e| e.to_string())? {
+            std::hint::black_box(&bytes);
+            q.remove().map_err(|e| e.to_string())?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+type Reply = mpsc::Sender<Result<(), String>>;
+/// A row to insert and where to say that it is committed.
+type Insert = (Vec<u8>, Reply);
+
+/// SQLite in WAL mode; one writer thread commits what is waiting (up to
+/// 128 rows) in one transaction, then answers the producers.
+struct Sqlite {
+    path: PathBuf,
+    tx: Mutex<Option<mpsc::Sender<Insert>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+fn sqlite_open(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    let c = rusqlite::Connection::open(path)?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.execute("CREATE TABLE IF NOT EXISTS q (id INTEGER PRIMARY KEY, body BLOB NOT NULL)", [])?;
+    Ok(c)
+}
+
+impl Sqlite {
+    fn new(dir: &Path) -> Result<Sqlite, String> {
+        let path = dir.join("queue.sqlite");
+        let mut conn = sqlite_open(&path).map_err(|e| e.to_string())?;
+        let (tx, rx) = mpsc::channel::<Insert>();
+        let writer = std::thread::spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut batch = vec![first];
+                while batch.len() < 128 {
+                    match rx.try_recv() {
+                        Ok(item) => batch.push(item),
+                        Err(_) => break,
+                    }
+                }
+                let result = (|| {
+                    let t = conn.transaction()?;
+                    {
+                        let mut ins = t.prepare_cached("INSERT INTO q (body) VALUES (?1)")?;
+                        for (body, _) in &batch {
+                            ins.execute([body])?;
+                        }
+                    }
+                    t.commit()
+                })()
+                .map_err(|e| e.to_string());
+                for (_, reply) in batch {
+                    let _ = reply.send(result.clone());
+                }
+            }
+        });
+        Ok(Sqlite { path, tx: Mutex::new(Some(tx)), writer: Mutex::new(Some(writer)) })
+    }
+}
+
+impl Store for Sqlite {
+    fn put(&self, payload: &[u8]) -> Result<(), String> {
+        let (reply, answer) = mpsc::channel();
+        let tx = self.tx.lock().unwrap().clone().ok_or("closed")?;
+        tx.send((payload.to_vec(), reply)).map_err(|e| e.to_string())?;
+        answer.recv().map_err(|e| e.to_string())?
+    }
+    fn drain(&self) -> Result<u64, String> {
+        self.tx.lock().unwrap().take();
+        if let Some(w) = self.writer.lock().unwrap().take() {
+            let _ = w.join();
+        }
+        let mut conn = sqlite_open(&self.path).map_err(|e| e.to_string())?;
+        let mut n = 0;
+        loop {
+            let t = conn.transaction().map_err(|e| e.to_string())?;
+            let (count, last) = {
+                let mut sel = t
+                    .prepare_cached("SELECT id, body FROM q ORDER BY id LIMIT 512")
+                    .map_err(|e| e.to_string())?;
+                let mut rows = sel.query([]).map_err(|e| e.to_string())?;
+                let (mut count, mut last) = (0u64, 0i64);
+                while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+                    last = row.get(0).map_err(|e| e.to_string())?;
+                    let body: Vec<u8> = row.get(1).map_err(|e| e.to_string())?;
+                    std::hint::black_box(body);
+                    count += 1;
+                }
+                (count, last)
+            };
+            if count == 0 {
+                return Ok(n);
+            }
+            t.execute("DELETE FROM q WHERE id <= ?1", [last]).map_err(|e| e.to_string())?;
+            t.commit().map_err(|e| e.to_string())?;
+            n += count;
+        }
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+/// Runs the producers against `store`; returns (messages, seconds,
+/// latencies in ns, sorted).
+fn produce(store: &dyn Store, case: &Case) -> Result<(u64, f64, Vec<u64>), String> {
+    let budget = (case.max_bytes / case.size.max(1) as u64).max(1);
+    let taken = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let error = Mutex::new(None);
+    let deadline = Duration::from_secs_f64(case.seconds);
+    let start = Instant::now();
+    let mut lat = Vec::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..case.producers)
+            .map(|t| {
+                let (taken, stop, error) = (&taken, &stop, &error);
+                s.spawn(move || {
+                    let mut payload = vec![0u8; case.size];
+                    let mut mine = Vec::new();
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        if taken.fetch_add(1, Ordering::Relaxed) >= budget || start.elapsed() >= deadline {
+                            break;
+                        }
+                        for (k, b) in payload.iter_mut().take(16).enumerate() {
+                            *b = (t as u64 * 31 + i + k as u64) as u8;
+                        }
+                        let t0 = Instant::now();
+                        if let Err(e) = store.put(&payload) {
+                            error.lock().unwrap().get_or_insert(e);
+                            stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                        mine.push(t0.elapsed().as_nanos() as u64);
+                        i += 1;
+                    }
+                    mine
+                })
+            })
+            .collect();
+        for h in handles {
+            lat.extend(h.join().unwrap());
+        }
+    });
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(e) = error.into_inner().unwrap() {
+        return Err(e);
+    }
+    lat.sort_unstable();
+    Ok((lat.len() as u64, secs, lat))
+}
+
+/// The device's limit: the same bytes written sequentially into a
+/// preallocated file, one `fdatasync` per MiB.
+fn device(case: &Case) -> Result<Outcome, String> {
+    use std::os::unix::fs::FileExt;
+    let path = case.dir.join("device.bin");
+    let total = case.max_bytes.max(1 << 20).next_multiple_of(1 << 20);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| e.to_string())?;
+    let chunk = vec![0x5Au8; 1 << 20];
+    let mut at = 0;
+    while at < total {
+        f.write_all_at(&chunk, at).map_err(|e| e.to_string())?;
+        at += chunk.len() as u64;
+    }
+    f.sync_all().map_err(|e| e.to_string())?;
+    let deadline = Duration::from_secs_f64(case.seconds);
+    let start = Instant::now();
+    let mut lat = Vec::new();
+    let mut written = 0u64;
+    while written < total && start.elapsed() < deadline {
+        let t0 = Instant::now();
+        f.write_all_at(&chunk, written).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        lat.push(t0.elapsed().as_nanos() as u64);
+        written += chunk.len() as u64;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let _ = std::fs::remove_file(&path);
+    let messages = written / case.size.max(1) as u64;
+    Ok(Outcome {
+        messages,
+        write_seconds: secs,
+        write_msgs_per_s: messages as f64 / secs,
+        write_mb_per_s: written as f64 / secs / 1e6,
+        p50_us: percentile(&lat, 0.5),
+        p99_us: percentile(&lat, 0.99),
+        read_msgs_per_s: 0.0,
+    })
+}
+
+/// Runs one case. The directory is emptied afterwards.
+pub fn run(case: &Case) -> Result<Outcome, String> {
+    let _ = std::fs::remove_dir_all(&case.dir);
+    std::fs::create_dir_all(&case.dir).map_err(|e| format!("{}: {e}", case.dir.display()))?;
+    let result = run_in(case);
+    let _ = std::fs::remove_dir_all(&case.dir);
+    result
+}
+
+fn run_in(case: &Case) -> Result<Outcome, String> {
+    let store: Box<dyn Store> = match case.peer.as_str() {
+        "fastqueue" => {
+            let cfg = Config { batch_delay: case.batch_delay, ..Config::default() };
+            let q = FastQueue::open(case.dir.join("fq"), cfg).map_err(|e| e.to_string())?;
+            // Segments are written once before the clock starts, as a
+            // long-running queue would have recycled them.
+            let per_seg = q.config().segment_size - 8192;
+            let need = (case.max_bytes.min(case.size as u64 * 4_000_000)).div_ceil(per_seg) as usize + 1;
+            q.reserve_segments(need).map_err(|e| e.to_string())?;
+            Box::new(Fq(q))
+        }
+        "file-per-message" => Box::new(Fpm(
+            FilePerMessageQueue::open(case.dir.join("fpm")).map_err(|e| e.to_string())?,
+        )),
+        "queue-file" => {
+            let q = queue_file::QueueFile::open(case.dir.join("queue.qf")).map_err(|e| e.to_string())?;
+            Box::new(Qf(Mutex::new(q)))
+        }
+        "sqlite-wal" => Box::new(Sqlite::new(&case.dir)?),
+        "device" => return device(case),
+        other => return Err(format!("unknown peer '{other}'; expected one of: {}", PEERS.join(", "))),
+    };
+    let (messages, secs, lat) = produce(&*store, case)?;
+    let t0 = Instant::now();
+    let read = store.drain()?;
+    let read_secs = t0.elapsed().as_secs_f64();
+    if read != messages {
+        return Err(format!("{}: wrote {messages} messages, read back {read}", case.peer));
+    }
+    Ok(Outcome {
+        messages,
+        write_seconds: secs,
+        write_msgs_per_s: messages as f64 / secs,
+        write_mb_per_s: (messages * case.size as u64) as f64 / secs / 1e6,
+        p50_us: percentile(&lat, 0.5),
+        p99_us: percentile(&lat, 0.99),
+        read_msgs_per_s: if read_secs > 0.0 { read as f64 / read_secs } else { 0.0 },
+    })
+}
+
+/// What [`recovery`] measured.
+#[derive(Clone, Debug)]
+pub struct Recovery {
+    /// Bytes of segments scanned.
+    pub bytes: u64,
+    /// Live messages recovered.
+    pub messages: u64,
+    /// Seconds the open took (scan and index rebuild).
+    pub seconds: f64,
+}
+
+/// Fills a queue in `dir` with `bytes` of 1 KiB messages, closes it,
+/// evicts its files from the page cache, and times the open.
+pub fn recovery(dir: &Path, bytes: u64) -> Result<Recovery, String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let cfg = Config { durability: crate::Durability::Os, batch_delay: Duration::ZERO, ..Config::default() };
+    {
+        let q = Arc::new(FastQueue::open(dir, cfg.clone()).map_err(|e| e.to_string())?);
+        let per_thread = bytes / 1024 / 4;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let q = q.clone();
+                s.spawn(move || {
+                    let payload = vec![7u8; 1024];
+                    for _ in 0..per_thread {
+                        q.enqueue(&payload).unwrap();
+                    }
+                });
+            }
+        });
+        q.flush().map_err(|e| e.to_string())?;
+    }
+    evict(dir);
+    let t0 = Instant::now();
+    let q = FastQueue::open(dir, cfg).map_err(|e| e.to_string())?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let open = q.stats().open;
+    drop(q);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Recovery { bytes: open.bytes_scanned, messages: open.messages, seconds })
+}
+
+/// Asks the kernel to drop the cached pages of the files in `dir`.
+pub fn evict(dir: &Path) {
+    use std::os::unix::io::AsRawFd;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if let Ok(f) = std::fs::File::open(e.path()) {
+                // SAFETY: advisory call on a descriptor we own.
+                unsafe {
+                    libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! FastQueue: a durable disk message queue.
+//!
+//! Brief overview. A queue is a directory of preallocated segment files
+//! (`format`). [`FastQueue::enqueue`] gathers the records of concurrent
+//! producers into one write and one `fdatasync` (Lazy Gathering Write,
+//! group commit) and returns once the message is durable. Consumers take
+//! messages with [`FastQueue::dequeue_batch`], served from one large
+//! read-ahead buffer (Sequential Grouping Prefetch), and acknowledge them
+//! with [`FastQueue::ack`] (a 1-byte delete-flag write) or give them back
+//! with [`FastQueue::nack`] (retry queue, then dead-letter queue). The
+//! Message Index Node table lives in memory and is rebuilt on open by a
+//! scan that drops a torn tail and reports damage in the middle
+//! ([`check`], [`repair`]). Segments whose records are all deleted are
+//! recycled.
+//!
+//! All I/O goes through the [`Storage`] trait; [`sim::SimStorage`] is a
+//! crashable implementation for tests. [`FilePerMessageQueue`] is the
+//! traditional queue (one file per message) the paper compares with.
+//!
+//! ```
+//! use fastqueue::{Config, FastQueue};
+//! let dir = std::env::temp_dir().join(format!("fq-doc-{}", std::process::id()));
+//! let cfg = Config { segment_size: 1 << 20, ..Config::default() };
+//! let q = FastQueue::open(&dir, cfg).unwrap();
+//! let id = q.enqueue(b"hello").unwrap(); // durable when this returns
+//! let m = q.dequeue().unwrap().unwrap();
+//! assert_eq!((m.id, &m.payload[..]), (id, &b"hello"[..]));
+//! q.ack(m.id).unwrap();
+//! # drop(q); std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod baseline;
+#[cfg(feature = "bench")]
+pub mod bench;
+mod error;
+pub mod format;
+mod queue;
+mod scan;
+pub mod sim;
+mod storage;
+
+pub use baseline::FilePerMessageQueue;
+pub use error::{Error, Result};
+pub use format::QueueKind;
+pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats};
+pub use scan::{CheckReport, Problem, ProblemKind, RepairReport, TornTail};
+pub use storage::{read_full, DirStorage, Storage, StorageFile};
+
+use std::path::Path;
+
+/// Reads the whole queue in `dir` and reports its state and every
+/// problem, changing nothing. Fails with [`Error::Locked`] if the queue is
+/// open.
+pub fn check(dir: &Path) -> Result<CheckReport> {
+    let storage = locked(dir)?;
+    scan::check(&storage)
+}
+
+/// Mends what [`check()`] reports, keeping every valid record (see
+/// [`scan::repair`](RepairReport)). Run it only with the user's consent:
+/// damaged bytes are moved aside into `quarantine-*.bin` files.
+pub fn repair(dir: &Path) -> Result<RepairReport> {
+    let storage = locked(dir)?;
+    scan::repair(&storage)
+}
+
+/// [`check()`] on any storage (the queue must not be open on it).
+pub fn check_storage(storage: &dyn Storage) -> Result<CheckReport> {
+    scan::check(storage)
+}
+
+/// [`repair()`] on any storage (the queue must not be open on it).
+pub fn repair_storage(storage: &dyn Storage) -> Result<RepairReport> {
+    scan::repair(storage)
+}
+
+fn locked(dir: &Path) -> Result<DirStorage> {
+    if !dir.is_dir() {
+        return Err(Error::io(
+            dir,
+            "open",
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such queue directory"),
+        ));
+    }
+    let storage = DirStorage::new(dir).map_err(|e| Error::io(dir, "open", e))?;
+    match storage.try_lock() {
+        Ok(true) => Ok(storage),
+        Ok(false) => Err(Error::Locked { path: dir.to_path_buf() }),
+        Err(e) => Err(Error::io(dir.join("LOCK"), "lock", e)),
+    }
+}
+
+/// The library version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,1224 @@
+//! [`FastQueue`]: the queue itself.
+//!
+//! Threads. Producers call [`FastQueue::enqueue`], which encodes the record
+//! into the open batch under the state lock and sleeps until the batch is
+//! durable. One flusher thread (`flusher_loop`) closes a batch when it
+//! holds `batch_bytes`, when `batch_delay` has passed since its first
+//! record, when it holds as many records as the previous batch (the
+//! producers of that batch are all back), or on [`FastQueue::flush`]; it
+//! writes the batch with one write
+//! call per segment, syncs, publishes the records to the Message Index
+//! Node table and wakes the producers (Lazy Gathering Write with group
+//! commit). Acknowledgements are 1-byte writes of the delete flag, gathered
+//! into the same rounds. Consumers pop ids from the table and read payloads
+//! through one shared prefetch buffer (Sequential Grouping Prefetch). A
+//! helper thread keeps a spare segment ready, so that the flusher rarely
+//! waits for a 64 MiB file to be written.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::format::*;
+use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
+use crate::storage::{read_full, DirStorage, Storage, StorageFile};
+
+/// When [`FastQueue::enqueue`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// After the message is written and `fdatasync`'ed: it survives a
+    /// crash of the process and of the machine. The default.
+    Sync,
+    /// After the message is written to the operating system (no sync): it
+    /// survives a crash of the process, not a power loss. For users who
+    /// accept losing the last messages for speed. [`FastQueue::flush`]
+    /// syncs.
+    Os,
+}
+
+/// Parameters of a queue. Not stored: each open may use other values.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Size of each preallocated segment file (default 64 MiB).
+    pub segment_size: u64,
+    /// A batch closes when it holds this many bytes (default 1 MiB).
+    pub batch_bytes: usize,
+    /// A batch closes this long after its first record (default 1 ms; 0:
+    /// no deliberate wait, a batch holds what arrived during the previous
+    /// sync). It closes earlier when it holds as many records as the
+    /// previous batch.
+    pub batch_delay: Duration,
+    /// When enqueue returns (default [`Durability::Sync`]).
+    pub durability: Durability,
+    /// Size of the read-ahead buffer of consumers (default 1 MiB).
+    pub prefetch_bytes: usize,
+    /// A message that fails this many times goes to the dead-letter queue
+    /// (default 5).
+    pub max_attempts: u32,
+    /// Free segments kept ready by a background thread (default 1).
+    pub spare_segments: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            segment_size: 64 << 20,
+            batch_bytes: 1 << 20,
+            batch_delay: Duration::from_millis(1),
+            durability: Durability::Sync,
+            prefetch_bytes: 1 << 20,
+            max_attempts: 5,
+            spare_segments: 1,
+        }
+    }
+}
+
+impl Config {
+    /// Checks every field; the error names the field.
+    pub fn validate(&self) -> Result<()> {
+        if !self.segment_size.is_multiple_of(4096)
+            || self.segment_size < 4 * SEGMENT_HEADER_LEN
+            || self.segment_size > (1 << 40)
+        {
+            return Err(Error::invalid(
+                "segment_size",
+                format!(
+                    "{} is not a multiple of 4096 between 16 KiB and 1 TiB",
+                    self.segment_size
+                ),
+            ));
+        }
+        if self.batch_bytes == 0 || self.batch_bytes > 1 << 30 {
+            return Err(Error::invalid("batch_bytes", "must be between 1 and 1 GiB"));
+        }
+        if self.batch_delay > Duration::from_secs(10) {
+            return Err(Error::invalid("batch_delay", "must be at most 10 s"));
+        }
+        if self.prefetch_bytes == 0 || self.prefetch_bytes > 1 << 30 {
+            return Err(Error::invalid("prefetch_bytes", "must be between 1 and 1 GiB"));
+        }
+        if self.max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Largest payload a segment of this size holds.
+    pub fn max_payload(&self) -> usize {
+        (self.segment_size - SEGMENT_HEADER_LEN) as usize - RECORD_HEADER_LEN
+    }
+}
+
+/// A message handed to a consumer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Id given by enqueue; kept when the message is retried.
+    pub id: u64,
+    /// The bytes enqueued.
+    pub payload: Vec<u8>,
+    /// Failed deliveries so far (`nack` calls).
+    pub attempts: u32,
+    /// The logical queue it came from.
+    pub kind: QueueKind,
+    /// Time of the first enqueue, ns since the Unix epoch.
+    pub enqueued_ns: u64,
+}
+
+/// What the open found and did.
+#[derive(Clone, Debug, Default)]
+pub struct OpenReport {
+    /// Live messages recovered.
+    pub messages: u64,
+    /// Segment files in use.
+    pub segments: usize,
+    /// Bytes read by the scan.
+    pub bytes_scanned: u64,
+    /// The torn end that was dropped, if the last run crashed mid-batch.
+    pub torn_tail: Option<TornTail>,
+    /// Older copies of retried messages marked deleted (a crash came
+    /// between the copy and the flag write).
+    pub superseded: u64,
+    /// Time the open took.
+    pub duration: Duration,
+}
+
+/// Counters and sizes, see [`FastQueue::stats`].
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Messages waiting in the main queue.
+    pub ready: u64,
+    /// Messages waiting in the retry queue (due or not).
+    pub retry: u64,
+    /// Messages in the dead-letter queue.
+    pub dead: u64,
+    /// Delivered, not yet acknowledged.
+    pub in_flight: u64,
+    /// Segment files in use and free.
+    pub segments: usize,
+    /// Free segment files ready for reuse.
+    pub free_segments: usize,
+    /// Messages enqueued since open.
+    pub enqueued: u64,
+    /// Messages acknowledged since open.
+    pub acked: u64,
+    /// Write rounds (batches) since open.
+    pub rounds: u64,
+    /// `fdatasync` calls since open.
+    pub syncs: u64,
+    /// Bytes written since open (records and flags).
+    pub bytes_written: u64,
+    /// Segments recycled since open.
+    pub recycled: u64,
+    /// What the open found.
+    pub open: OpenReport,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum MinState {
+    Ready,
+    InFlight,
+    /// Being copied to the retry or dead queue by `nack`.
+    Moving,
+}
+
+/// Message Index Node: where a live message is and what state it is in.
+#[derive(Clone, Debug)]
+struct Min {
+    seq: u64,
+    offset: u64,
+    payload_len: u32,
+    kind: QueueKind,
+    attempts: u32,
+    enqueued_ns: u64,
+    not_before_ns: u64,
+    state: MinState,
+}
+
+struct Segment {
+    name: String,
+    file: Arc<dyn StorageFile>,
+    /// Records whose delete flag is not durable yet.
+    live: u64,
+    /// End of the published records.
+    end: u64,
+}
+
+/// Records bound for one segment, written by one call.
+struct Chunk {
+    seq: u64,
+    offset: u64,
+    batch: u64,
+    buf: Vec<u8>,
+    last_record: usize,
+    /// `Some(id_floor)` when this chunk opens a new segment: above every
+    /// id issued so far.
+    activate: Option<u64>,
+    records: Vec<(u64, Min)>,
+}
+
+#[derive(Default)]
+struct State {
+    segments: BTreeMap<u64, Segment>,
+    free: Vec<String>,
+    next_free: u64,
+    allocating: bool,
+    head_seq: u64,
+    head_off: u64,
+    /// Size of the head segment's file (segments made with another
+    /// `segment_size` keep theirs).
+    head_size: u64,
+    next_seq: u64,
+    next_id: u64,
+    next_batch: u64,
+    chunks: Vec<Chunk>,
+    /// Chunks not yet published, per segment (a segment is not recycled
+    /// while it has some).
+    unpublished: HashMap<u64, u32>,
+    flags: Vec<(u64, u64)>,
+    pending_bytes: usize,
+    /// Records in the open batch, and in the last batch written.
+    pending_records: usize,
+    last_round_records: usize,
+    first_pending: Option<Instant>,
+    flush_now: bool,
+    sync_all: bool,
+    open_round: u64,
+    durable_round: u64,
+    failed: Option<String>,
+    closing: bool,
+    closed: bool,
+    index: HashMap<u64, Min>,
+    main: VecDeque<u64>,
+    retry: BTreeSet<(u64, u64)>,
+    dead: VecDeque<u64>,
+    in_flight: u64,
+    stats: Stats,
+}
+
+struct ReadCache {
+    seq: u64,
+    start: u64,
+    data: Vec<u8>,
+}
+
+struct Inner {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    cfg: Config,
+    state: Mutex<State>,
+    /// The flusher waits here for work.
+    work_cv: Condvar,
+    /// Producers and ackers wait for round `r` on `done_cv[r % 2]`: a
+    /// finished round wakes only its own waiters, not those of the round
+    /// being gathered.
+    done_cv: [Condvar; 2],
+    /// Consumers wait here for messages.
+    ready_cv: Condvar,
+    cache: Mutex<ReadCache>,
+    allocator: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// A durable disk message queue. Many threads may share one `&FastQueue`.
+pub struct FastQueue {
+    inner: Arc<Inner>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub(crate) fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// An item popped for delivery, read outside the state lock.
+struct Popped {
+    id: u64,
+    min: Min,
+    file: Arc<dyn StorageFile>,
+    seg_name: String,
+    seg_end: u64,
+}
+
+impl FastQueue {
+    /// Opens (or creates) the queue in directory `dir`.
+    pub fn open(dir: impl AsRef<Path>, cfg: Config) -> Result<FastQueue> {
+        let dir = dir.as_ref();
+        let storage = DirStorage::new(dir).map_err(|e| Error::io(dir, "create", e))?;
+        FastQueue::open_with(Arc::new(storage), cfg)
+    }
+
+    /// Opens (or creates) the queue in `storage`: takes the lock, scans
+    /// every segment, drops a torn tail, rebuilds the index.
+    pub fn open_with(storage: Arc<dyn Storage>, cfg: Config) -> Result<FastQueue> {
+        let started = Instant::now();
+        cfg.validate()?;
+        let dir = storage.path("");
+        match storage.try_lock() {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::Locked { path: dir }),
+            Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
+        }
+        let lock = Unlock(storage.clone());
+        let found = scan(&*storage, ScanMode::Open)?;
+        for name in &found.temporary {
+            storage.remove(name).map_err(|e| Error::io(storage.path(name), "remove", e))?;
+        }
+        let mut st = State {
+            next_free: found.next_free,
+            next_seq: found.next_seq,
+            next_id: found.next_id,
+            next_batch: found.next_batch,
+            free: found.free.clone(),
+            open_round: 1,
+            ..State::default()
+        };
+        let io = |name: &str, op, e| Error::io(storage.path(name), op, e);
+        if let Some(t) = &found.torn {
+            // Zero what the torn batch left, so that no stale record is
+            // read as part of the log after later appends.
+            let seg = &found.segments[t.seg];
+            zero_range(&*seg.file, t.offset, t.zero_to).map_err(|e| io(&seg.name, "write", e))?;
+            seg.file.sync_data().map_err(|e| io(&seg.name, "fdatasync", e))?;
+        }
+        for seg in &found.segments {
+            st.segments.insert(
+                seg.seq,
+                Segment { name: seg.name.clone(), file: seg.file.clone(), live: 0, end: seg.end },
+            );
+        }
+        let mut superseded = Vec::new();
+        for rec in &found.records {
+            let h = &rec.header;
+            let seq = found.segments[rec.seg].seq;
+            let min = Min {
+                seq,
+                offset: rec.offset,
+                payload_len: h.payload_len,
+                kind: h.kind,
+                attempts: h.attempts,
+                enqueued_ns: h.enqueued_ns,
+                not_before_ns: h.not_before_ns,
+                state: MinState::Ready,
+            };
+            st.segments.get_mut(&seq).unwrap().live += 1;
+            if let Some(old) = st.index.insert(h.id, min.clone()) {
+                // A retried message whose old copy kept its live flag.
+                superseded.push((old.seq, old.offset));
+            }
+            push_ready(&mut st, h.id, &min);
+        }
+        for &(seq, offset) in &superseded {
+            let seg = st.segments.get_mut(&seq).unwrap();
+            seg.file
+                .write_at(&[DELETED], offset + DELETE_FLAG_OFFSET)
+                .and_then(|_| seg.file.sync_data())
+                .map_err(|e| io(&seg.name, "write", e))?;
+            seg.live -= 1;
+        }
+        let cfg_segment_size = cfg.segment_size;
+        let inner = Arc::new(Inner {
+            dir: dir.clone(),
+            cfg,
+            state: Mutex::new(State::default()),
+            work_cv: Condvar::new(),
+            done_cv: [Condvar::new(), Condvar::new()],
+            ready_cv: Condvar::new(),
+            cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
+            allocator: Mutex::new(None),
+            storage,
+        });
+        // The head is the newest segment; a queue without one gets one now.
+        match st.segments.iter().next_back() {
+            Some((&seq, seg)) => {
+                st.head_seq = seq;
+                st.head_off = seg.end;
+                st.head_size =
+                    seg.file.len().map_err(|e| Error::io(inner.storage.path(&seg.name), "stat", e))?;
+                if found.segments.last().is_some_and(|s| s.sealed) {
+                    // Sealed before a crash that came before the next
+                    // segment was set up: the next record opens one.
+                    st.head_off = st.head_size;
+                }
+            }
+            None => {
+                let seq = st.next_seq;
+                st.next_seq += 1;
+                let id_floor = st.next_id;
+                *inner.state.lock().unwrap() = st;
+                let seg = inner.activate(seq, id_floor)?;
+                st = std::mem::take(&mut *inner.state.lock().unwrap());
+                st.head_seq = seq;
+                st.head_off = SEGMENT_HEADER_LEN;
+                st.head_size = cfg_segment_size;
+                st.segments.insert(seq, seg);
+            }
+        }
+        let retire: Vec<u64> = st
+            .segments
+            .iter()
+            .filter(|(&seq, s)| s.live == 0 && seq != st.head_seq)
+            .map(|(&seq, _)| seq)
+            .collect();
+        st.stats.open = OpenReport {
+            messages: st.index.len() as u64,
+            segments: st.segments.len(),
+            bytes_scanned: found.bytes_scanned,
+            torn_tail: found.torn.clone(),
+            superseded: superseded.len() as u64,
+            duration: Duration::ZERO,
+        };
+        *inner.state.lock().unwrap() = st;
+        inner.retire(retire)?;
+        inner.state.lock().unwrap().stats.open.duration = started.elapsed();
+        // From here on the lock is released when `inner` is dropped.
+        std::mem::forget(lock);
+        let worker = inner.clone();
+        let flusher = std::thread::Builder::new()
+            .name("fastqueue-flusher".into())
+            .spawn(move || worker.flusher_loop())
+            .map_err(|e| Error::io(&dir, "spawn flusher thread", e))?;
+        Ok(FastQueue { inner, flusher: Mutex::new(Some(flusher)) })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.cfg
+    }
+
+    /// The queue directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Stores `payload` and returns its id once it is durable (see
+    /// [`Durability`]): when this returns `Ok`, the message is
+    /// *acknowledged*: it is delivered at least once, even after a crash.
+    /// An `Err` means it may or may not have been stored.
+    pub fn enqueue(&self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > self.inner.cfg.max_payload() {
+            return Err(Error::TooLarge { len: payload.len(), max: self.inner.cfg.max_payload() });
+        }
+        let crc = crc32c::crc32c(payload);
+        let mut st = self.inner.usable()?;
+        let id = st.next_id;
+        st.next_id += 1;
+        let ticket =
+            self.inner.append(&mut st, id, payload, crc, QueueKind::Main, 0, now_ns(), 0);
+        self.inner.wait_round(st, ticket)?;
+        Ok(id)
+    }
+
+    /// Closes the open batch now and waits until everything enqueued or
+    /// acknowledged before is durable; with [`Durability::Os`] it also
+    /// syncs every segment.
+    pub fn flush(&self) -> Result<()> {
+        let mut st = self.inner.usable()?;
+        st.flush_now = true;
+        st.sync_all = true;
+        let ticket = st.open_round;
+        self.inner.work_cv.notify_one();
+        self.inner.wait_round(st, ticket)
+    }
+
+    /// Takes the next message, or `None` if there is none. Due retries
+    /// come first, then the main queue in arrival order. The message stays
+    /// in the queue, in flight, until [`FastQueue::ack`] or
+    /// [`FastQueue::nack`]; after a restart it is delivered again.
+    pub fn dequeue(&self) -> Result<Option<Message>> {
+        Ok(self.dequeue_batch(1, None)?.pop())
+    }
+
+    /// Takes up to `max` messages; with `wait`, waits up to that long for
+    /// the first one.
+    pub fn dequeue_batch(&self, max: usize, wait: Option<Duration>) -> Result<Vec<Message>> {
+        self.take(max, wait, false)
+    }
+
+    /// Takes up to `max` messages from the dead-letter queue.
+    pub fn dequeue_dead(&self, max: usize) -> Result<Vec<Message>> {
+        self.take(max, None, true)
+    }
+
+    fn take(&self, max: usize, wait: Option<Duration>, dead: bool) -> Result<Vec<Message>> {
+        let deadline = wait.map(|w| Instant::now() + w);
+        let mut st = self.inner.usable()?;
+        let popped = loop {
+            let popped = pop(&mut st, max, dead);
+            if !popped.is_empty() {
+                break popped;
+            }
+            let Some(deadline) = deadline else { return Ok(Vec::new()) };
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Vec::new());
+            }
+            let mut nap = deadline - now;
+            if let Some(&(due, _)) = st.retry.first() {
+                nap = nap.min(Duration::from_nanos(due.saturating_sub(now_ns())).max(Duration::from_micros(100)));
+            }
+            st = self.inner.ready_cv.wait_timeout(st, nap).unwrap().0;
+            if st.failed.is_some() || st.closed {
+                return Err(self.inner.unusable(&st));
+            }
+        };
+        drop(st);
+        self.inner.read(popped)
+    }
+
+    /// Acknowledges a delivered message: sets its delete flag (a 1-byte
+    /// write, synced with others) and returns when that is durable.
+    pub fn ack(&self, id: u64) -> Result<()> {
+        self.ack_many(&[id])
+    }
+
+    /// Acknowledges several messages with one wait.
+    pub fn ack_many(&self, ids: &[u64]) -> Result<()> {
+        let mut st = self.inner.usable()?;
+        for id in ids {
+            match st.index.get(id) {
+                None => return Err(Error::UnknownId { id: *id }),
+                Some(m) if m.state == MinState::Moving => {
+                    return Err(Error::invalid("id", format!("message {id} is being moved by nack")))
+                }
+                Some(_) => {}
+            }
+        }
+        for id in ids {
+            // An id given twice is acknowledged once.
+            let Some(min) = st.index.remove(id) else { continue };
+            if min.state == MinState::InFlight {
+                st.in_flight -= 1;
+            }
+            st.flags.push((min.seq, min.offset));
+            st.stats.acked += 1;
+        }
+        if st.first_pending.is_none() {
+            st.first_pending = Some(Instant::now());
+        }
+        let ticket = st.open_round;
+        self.inner.work_cv.notify_one();
+        self.inner.wait_round(st, ticket)
+    }
+
+    /// Gives a delivered message back: it is copied to the retry queue,
+    /// due after `delay`, with its attempt count increased, or to the
+    /// dead-letter queue once it reaches `max_attempts`. Returns the queue
+    /// it went to, once the copy is durable.
+    pub fn nack(&self, id: u64, delay: Duration) -> Result<QueueKind> {
+        let mut st = self.inner.usable()?;
+        let min = match st.index.get_mut(&id) {
+            Some(m) if m.state == MinState::InFlight => {
+                m.state = MinState::Moving;
+                m.clone()
+            }
+            Some(_) => {
+                return Err(Error::invalid("id", format!("message {id} is not delivered (in flight)")))
+            }
+            None => return Err(Error::UnknownId { id }),
+        };
+        let (file, name, end) = {
+            let seg = &st.segments[&min.seq];
+            (seg.file.clone(), seg.name.clone(), seg.end)
+        };
+        drop(st);
+        let read = self.inner.read(vec![Popped { id, min: min.clone(), file, seg_name: name, seg_end: end }]);
+        let mut st = self.inner.state.lock().unwrap();
+        let msg = match read {
+            Ok(mut m) => m.pop().unwrap(),
+            Err(e) => {
+                if let Some(m) = st.index.get_mut(&id) {
+                    m.state = MinState::InFlight;
+                }
+                return Err(e);
+            }
+        };
+        if let Some(e) = self.inner.check_usable(&st) {
+            return Err(e);
+        }
+        let attempts = min.attempts.saturating_add(1);
+        let kind = if attempts >= self.inner.cfg.max_attempts {
+            QueueKind::Dead
+        } else {
+            QueueKind::Retry
+        };
+        let due = now_ns().saturating_add(delay.as_nanos() as u64);
+        let crc = crc32c::crc32c(&msg.payload);
+        let ticket =
+            self.inner.append(&mut st, id, &msg.payload, crc, kind, attempts, min.enqueued_ns, due);
+        self.inner.wait_round(st, ticket)?;
+        Ok(kind)
+    }
+
+    /// Creates free segments until `count` are ready, so that later
+    /// enqueues never wait for a new file to be written (for example
+    /// before a benchmark, or to reserve disk space).
+    pub fn reserve_segments(&self, count: usize) -> Result<()> {
+        while self.inner.usable()?.free.len() < count {
+            let name = self.inner.create_free()?;
+            self.inner.state.lock().unwrap().free.push(name);
+        }
+        Ok(())
+    }
+
+    /// Counters and sizes.
+    pub fn stats(&self) -> Stats {
+        let st = self.inner.state.lock().unwrap();
+        let mut s = st.stats.clone();
+        s.ready = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Main).count() as u64;
+        s.retry = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Retry).count() as u64;
+        s.dead = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Dead).count() as u64;
+        s.in_flight = st.in_flight;
+        s.segments = st.segments.len();
+        s.free_segments = st.free.len();
+        s
+    }
+
+    /// Live messages (ready, in flight, retry and dead).
+    pub fn len(&self) -> usize {
+        self.inner.state.lock().unwrap().index.len()
+    }
+
+    /// Whether no live message is left.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes what is pending, stops the threads and closes the queue.
+    /// Later calls fail with [`Error::Closed`]. The lock is released when
+    /// the value is dropped.
+    pub fn close(&self) -> Result<()> {
+        {
+            let mut st = self.inner.state.lock().unwrap();
+            st.closing = true;
+            self.inner.work_cv.notify_all();
+        }
+        if let Some(h) = self.flusher.lock().unwrap().take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.inner.allocator.lock().unwrap().take() {
+            let _ = h.join();
+        }
+        let mut st = self.inner.state.lock().unwrap();
+        st.closed = true;
+        self.inner.ready_cv.notify_all();
+        self.inner.wake_all();
+        match &st.failed {
+            Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Releases the queue lock when dropped.
+struct Unlock(Arc<dyn Storage>);
+
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.storage.unlock();
+    }
+}
+
+impl Drop for FastQueue {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn push_ready(st: &mut State, id: u64, min: &Min) {
+    match min.kind {
+        QueueKind::Main => st.main.push_back(id),
+        QueueKind::Retry => {
+            st.retry.insert((min.not_before_ns, id));
+        }
+        QueueKind::Dead => st.dead.push_back(id),
+    }
+}
+
+/// Pops up to `max` deliverable messages and marks them in flight. Queue
+/// entries whose index node changed (acknowledged, retried) are skipped.
+fn pop(st: &mut State, max: usize, dead: bool) -> Vec<Popped> {
+    let mut out = Vec::new();
+    let now = now_ns();
+    while out.len() < max {
+        let (id, want) = if dead {
+            match st.dead.pop_front() {
+                Some(id) => (id, QueueKind::Dead),
+                None => break,
+            }
+        } else if let Some(&(due, id)) = st.retry.first().filter(|(due, _)| *due <= now) {
+            st.retry.pop_first();
+            match st.index.get(&id) {
+                Some(m) if m.not_before_ns == due => (id, QueueKind::Retry),
+                _ => continue,
+            }
+        } else {
+            match st.main.pop_front() {
+                Some(id) => (id, QueueKind::Main),
+                None => break,
+            }
+        };
+        let Some(min) = st.index.get_mut(&id) else { continue };
+        if min.state != MinState::Ready || min.kind != want {
+            continue;
+        }
+        min.state = MinState::InFlight;
+        let min = min.clone();
+        st.in_flight += 1;
+        let seg = &st.segments[&min.seq];
+        out.push(Popped { id, file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, min });
+    }
+    out
+}
+
+/// Opens a chunk (a new batch, with its own number) at the head.
+fn new_chunk(st: &mut State, activate: Option<u64>) {
+    let chunk = Chunk {
+        seq: st.head_seq,
+        offset: st.head_off,
+        batch: st.next_batch,
+        buf: Vec::new(),
+        last_record: 0,
+        activate,
+        records: Vec::new(),
+    };
+    st.next_batch += 1;
+    st.chunks.push(chunk);
+    *st.unpublished.entry(st.head_seq).or_default() += 1;
+}
+
+fn zero_range(file: &dyn StorageFile, from: u64, to: u64) -> std::io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = from;
+    while at < to {
+        let n = ((to - at) as usize).min(zeros.len());
+        file.write_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+impl Inner {
+    fn unusable(&self, st: &State) -> Error {
+        match &st.failed {
+            Some(cause) => Error::Failed { dir: self.dir.clone(), cause: cause.clone() },
+            None => Error::Closed,
+        }
+    }
+
+    fn check_usable(&self, st: &State) -> Option<Error> {
+        (st.failed.is_some() || st.closing || st.closed).then(|| self.unusable(st))
+    }
+
+    /// The state, if the queue still takes work.
+    fn usable(&self) -> Result<MutexGuard<'_, State>> {
+        let st = self.state.lock().unwrap();
+        match self.check_usable(&st) {
+            Some(e) => Err(e),
+            None => Ok(st),
+        }
+    }
+
+    /// Encodes a record into the open batch; returns the round to wait
+    /// for. Called with the state lock held, from enqueue and nack.
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &self,
+        st: &mut State,
+        id: u64,
+        payload: &[u8],
+        payload_crc: u32,
+        kind: QueueKind,
+        attempts: u32,
+        enqueued_ns: u64,
+        not_before_ns: u64,
+    ) -> u64 {
+        let need = record_len(payload.len()) as u64;
+        let mut activate = None;
+        if st.head_off + need > st.head_size {
+            if st.head_off + RECORD_HEADER_LEN as u64 <= st.head_size {
+                self.seal(st);
+            }
+            // Next segment; the flusher sets it up before writing to it.
+            st.head_seq = st.next_seq;
+            st.next_seq += 1;
+            st.head_off = SEGMENT_HEADER_LEN;
+            st.head_size = self.cfg.segment_size;
+            // Not `id`: a retry copy keeps an old id, and the floor must
+            // stay above every id issued so far, so that none is reused
+            // after the older segments are recycled.
+            activate = Some(st.next_id.max(id + 1));
+        }
+        if activate.is_some() || st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
+            new_chunk(st, activate);
+        }
+        let offset = st.head_off;
+        st.head_off += need;
+        let chunk = st.chunks.last_mut().unwrap();
+        let header = RecordHeader {
+            flags: 0,
+            delete_flag: LIVE,
+            kind,
+            payload_len: payload.len() as u32,
+            attempts,
+            id,
+            enqueued_ns,
+            not_before_ns,
+            segment_seq: chunk.seq,
+            batch_seq: chunk.batch,
+            payload_crc,
+        };
+        chunk.last_record = chunk.buf.len();
+        header.encode_with_crc(payload, &mut chunk.buf);
+        chunk.records.push((
+            id,
+            Min {
+                seq: chunk.seq,
+                offset,
+                payload_len: payload.len() as u32,
+                kind,
+                attempts,
+                enqueued_ns,
+                not_before_ns,
+                state: MinState::Ready,
+            },
+        ));
+        st.pending_bytes += need as usize;
+        st.pending_records += 1;
+        st.stats.enqueued += u64::from(kind == QueueKind::Main);
+        if st.first_pending.is_none() {
+            st.first_pending = Some(Instant::now());
+            self.work_cv.notify_one();
+        }
+        if st.pending_bytes >= self.cfg.batch_bytes {
+            st.flush_now = true;
+            self.work_cv.notify_one();
+        } else if st.pending_records == st.last_round_records {
+            // The flusher waits on its timer; this record completes the
+            // batch early (see `flusher_loop`).
+            self.work_cv.notify_one();
+        }
+        st.open_round
+    }
+
+    /// Closes the head segment with a seal record, in the batch that
+    /// writes its last records (or a batch of its own).
+    fn seal(&self, st: &mut State) {
+        if st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
+            new_chunk(st, None);
+        }
+        let offset = st.head_off;
+        st.head_off += RECORD_HEADER_LEN as u64;
+        st.pending_bytes += RECORD_HEADER_LEN;
+        let chunk = st.chunks.last_mut().unwrap();
+        let seal = RecordHeader::padding(FLAG_SEAL, chunk.seq, chunk.batch);
+        debug_assert_eq!(chunk.offset + chunk.buf.len() as u64, offset);
+        chunk.last_record = chunk.buf.len();
+        seal.encode(&[], &mut chunk.buf);
+    }
+
+    /// Waits until round `ticket` is durable.
+    fn wait_round(&self, mut st: MutexGuard<'_, State>, ticket: u64) -> Result<()> {
+        loop {
+            if st.durable_round >= ticket {
+                return Ok(());
+            }
+            if st.failed.is_some() || st.closed {
+                return Err(self.unusable(&st));
+            }
+            st = self.done_cv[(ticket % 2) as usize].wait(st).unwrap();
+        }
+    }
+
+    /// Reads the payloads of popped messages through the prefetch buffer.
+    fn read(&self, items: Vec<Popped>) -> Result<Vec<Message>> {
+        let mut cache = self.cache.lock().unwrap();
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            let len = record_len(it.min.payload_len as usize) as u64;
+            let hit = cache.seq == it.min.seq
+                && it.min.offset >= cache.start
+                && it.min.offset + len <= cache.start + cache.data.len() as u64;
+            if !hit {
+                let want = len.max(self.cfg.prefetch_bytes as u64).min(it.seg_end.max(it.min.offset + len) - it.min.offset);
+                cache.data.resize(want as usize, 0);
+                let n = read_full(&*it.file, &mut cache.data, it.min.offset)
+                    .map_err(|e| Error::io(self.storage.path(&it.seg_name), "read", e))?;
+                cache.data.truncate(n);
+                cache.seq = it.min.seq;
+                cache.start = it.min.offset;
+            }
+            let at = (it.min.offset - cache.start) as usize;
+            let rec = &cache.data[at.min(cache.data.len())..];
+            let bad = |why: &str| Error::corrupt(self.storage.path(&it.seg_name), it.min.offset, why);
+            if rec.len() < len as usize {
+                return Err(bad("record cut short"));
+            }
+            let h = match RecordHeader::decode(rec) {
+                HeaderCheck::Valid(h) => h,
+                HeaderCheck::Bad(why) => return Err(bad(why)),
+                HeaderCheck::Zero => return Err(bad("record is zeroed")),
+            };
+            let payload = &rec[RECORD_HEADER_LEN..RECORD_HEADER_LEN + h.payload_len as usize];
+            if h.id != it.id || h.segment_seq != it.min.seq || !h.payload_ok(payload) {
+                return Err(bad("record changed since it was written (checksum or id mismatch)"));
+            }
+            out.push(Message {
+                id: it.id,
+                payload: payload.to_vec(),
+                attempts: h.attempts,
+                kind: h.kind,
+                enqueued_ns: h.enqueued_ns,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The flusher thread: gathers, writes, syncs, publishes.
+    fn flusher_loop(self: Arc<Self>) {
+        loop {
+            let mut st = self.state.lock().unwrap();
+            loop {
+                let work = !st.chunks.is_empty() || !st.flags.is_empty() || st.sync_all;
+                if st.failed.is_some() || (st.closing && !work) {
+                    return;
+                }
+                if work {
+                    let waited = st.first_pending.map_or(Duration::ZERO, |t| t.elapsed());
+                    // As many records as the last batch: its producers are
+                    // all back, waiting longer would only add latency.
+                    let all_back = st.last_round_records > 0 && st.pending_records >= st.last_round_records;
+                    if st.flush_now || st.closing || all_back || waited >= self.cfg.batch_delay {
+                        break;
+                    }
+                    let nap = self.cfg.batch_delay - waited;
+                    st = self.work_cv.wait_timeout(st, nap).unwrap().0;
+                } else {
+                    st = self.work_cv.wait(st).unwrap();
+                }
+            }
+            let mut chunks = std::mem::take(&mut st.chunks);
+            let flags = std::mem::take(&mut st.flags);
+            let sync_all = std::mem::replace(&mut st.sync_all, false);
+            let round = st.open_round;
+            st.open_round += 1;
+            st.flush_now = false;
+            st.first_pending = None;
+            st.pending_bytes = 0;
+            if st.pending_records > 0 {
+                st.last_round_records = std::mem::take(&mut st.pending_records);
+            }
+            drop(st);
+
+            let result = self.write_round(&mut chunks, &flags, sync_all);
+            let mut st = self.state.lock().unwrap();
+            let retire = match result {
+                Ok((syncs, bytes)) => {
+                    st.stats.rounds += 1;
+                    st.stats.syncs += syncs;
+                    st.stats.bytes_written += bytes;
+                    self.publish(&mut st, chunks, &flags)
+                }
+                Err(e) => {
+                    st.failed = Some(e.to_string());
+                    Vec::new()
+                }
+            };
+            if st.failed.is_none() {
+                st.durable_round = round;
+                self.done_cv[(round % 2) as usize].notify_all();
+            } else {
+                self.wake_all();
+            }
+            self.ready_cv.notify_all();
+            let failed = st.failed.is_some();
+            let spare = !failed && !st.closing && !st.allocating && st.free.len() < self.cfg.spare_segments;
+            if spare {
+                st.allocating = true;
+            }
+            drop(st);
+            if failed {
+                return;
+            }
+            if let Err(e) = self.retire(retire) {
+                self.fail(e);
+                return;
+            }
+            if spare {
+                self.spawn_allocator();
+            }
+        }
+    }
+
+    fn wake_all(&self) {
+        for cv in &self.done_cv {
+            cv.notify_all();
+        }
+    }
+
+    fn fail(&self, e: Error) {
+        let mut st = self.state.lock().unwrap();
+        st.failed.get_or_insert(e.to_string());
+        self.wake_all();
+        self.ready_cv.notify_all();
+    }
+
+    /// Writes one round; returns (syncs, bytes). Flags first, then each
+    /// chunk written and synced in order (a batch is written only after
+    /// the one before is durable: the scan relies on it), then the files
+    /// that only got flags.
+    fn write_round(&self, chunks: &mut [Chunk], flags: &[(u64, u64)], sync_all: bool) -> Result<(u64, u64)> {
+        let sync = self.cfg.durability == Durability::Sync;
+        let mut syncs = 0;
+        let mut bytes = 0;
+        let mut dirty: BTreeMap<u64, (String, Arc<dyn StorageFile>)> = BTreeMap::new();
+        let segment = |seq: u64| {
+            let st = self.state.lock().unwrap();
+            let s = &st.segments[&seq];
+            (s.name.clone(), s.file.clone())
+        };
+        for &(seq, offset) in flags {
+            let (name, file) = segment(seq);
+            file.write_at(&[DELETED], offset + DELETE_FLAG_OFFSET)
+                .map_err(|e| Error::io(self.storage.path(&name), "write", e))?;
+            bytes += 1;
+            dirty.insert(seq, (name, file));
+        }
+        for chunk in chunks.iter_mut() {
+            if let Some(id_floor) = chunk.activate {
+                let seg = self.activate(chunk.seq, id_floor)?;
+                self.state.lock().unwrap().segments.insert(chunk.seq, seg);
+            }
+            let (name, file) = segment(chunk.seq);
+            RecordHeader::add_flag(&mut chunk.buf[chunk.last_record..], FLAG_BATCH_END);
+            file.write_at(&chunk.buf, chunk.offset)
+                .map_err(|e| Error::io(self.storage.path(&name), "write", e))?;
+            bytes += chunk.buf.len() as u64;
+            if sync {
+                file.sync_data().map_err(|e| Error::io(self.storage.path(&name), "fdatasync", e))?;
+                syncs += 1;
+                dirty.remove(&chunk.seq);
+            } else {
+                dirty.insert(chunk.seq, (name, file));
+            }
+        }
+        if sync_all && !sync {
+            let st = self.state.lock().unwrap();
+            for (&seq, s) in &st.segments {
+                dirty.insert(seq, (s.name.clone(), s.file.clone()));
+            }
+        }
+        if sync || sync_all {
+            for (name, file) in dirty.values() {
+                file.sync_data().map_err(|e| Error::io(self.storage.path(name), "fdatasync", e))?;
+                syncs += 1;
+            }
+        }
+        Ok((syncs, bytes))
+    }
+
+    /// Makes a round's records visible and applies its flags; returns the
+    /// segments that can now be recycled.
+    fn publish(&self, st: &mut State, chunks: Vec<Chunk>, flags: &[(u64, u64)]) -> Vec<u64> {
+        for chunk in chunks {
+            let end = chunk.offset + chunk.buf.len() as u64;
+            for (id, min) in chunk.records {
+                if let Some(old) = st.index.insert(id, min.clone()) {
+                    // The retry copy is durable: delete the old copy in a
+                    // later round.
+                    if old.state != MinState::Ready {
+                        st.in_flight -= 1;
+                    }
+                    st.flags.push((old.seq, old.offset));
+                    if st.first_pending.is_none() {
+                        st.first_pending = Some(Instant::now());
+                    }
+                }
+                push_ready(st, id, &min);
+                st.segments.get_mut(&chunk.seq).unwrap().live += 1;
+            }
+            let seg = st.segments.get_mut(&chunk.seq).unwrap();
+            seg.end = seg.end.max(end);
+            let left = st.unpublished.get_mut(&chunk.seq).unwrap();
+            *left -= 1;
+            if *left == 0 {
+                st.unpublished.remove(&chunk.seq);
+            }
+        }
+        let mut retire = Vec::new();
+        for &(seq, _) in flags {
+            let seg = st.segments.get_mut(&seq).unwrap();
+            seg.live -= 1;
+            if seg.live == 0 && seq != st.head_seq && !st.unpublished.contains_key(&seq) {
+                retire.push(seq);
+            }
+        }
+        retire
+    }
+
+    /// Recycles segments whose records are all deleted and durable: they
+    /// become free files, reused for later segments.
+    fn retire(&self, seqs: Vec<u64>) -> Result<()> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let mut done = Vec::new();
+        for seq in seqs {
+            let mut st = self.state.lock().unwrap();
+            let Some(seg) = st.segments.remove(&seq) else { continue };
+            let free = free_name(st.next_free);
+            st.next_free += 1;
+            drop(st);
+            self.storage
+                .rename(&seg.name, &free)
+                .map_err(|e| Error::io(self.storage.path(&seg.name), "rename", e))?;
+            done.push(free);
+        }
+        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
+        let mut st = self.state.lock().unwrap();
+        st.stats.recycled += done.len() as u64;
+        st.free.extend(done);
+        Ok(())
+    }
+
+    /// Sets up segment `seq` from a free file (or a new one): header,
+    /// sync, rename, directory sync, all before any record goes in.
+    fn activate(&self, seq: u64, id_floor: u64) -> Result<Segment> {
+        let mut from = None;
+        while let Some(name) = self.state.lock().unwrap().free.pop() {
+            // A free file made with another segment size is not reused.
+            let len = self.storage.open(&name).and_then(|f| f.len());
+            if len.is_ok_and(|l| l == self.cfg.segment_size) {
+                from = Some(name);
+                break;
+            }
+            self.storage.remove(&name).map_err(|e| Error::io(self.storage.path(&name), "remove", e))?;
+        }
+        let from = match from {
+            Some(name) => name,
+            None => self.create_free()?,
+        };
+        let name = seg_name(seq);
+        let io = |op, e| Error::io(self.storage.path(&from), op, e);
+        let file = self.storage.open(&from).map_err(|e| io("open", e))?;
+        let header = SegmentHeader {
+            segment_size: self.cfg.segment_size,
+            seq,
+            id_floor,
+            created_ns: now_ns(),
+        };
+        file.write_at(&header.encode(), 0).map_err(|e| io("write", e))?;
+        file.sync_data().map_err(|e| io("fdatasync", e))?;
+        self.storage.rename(&from, &name).map_err(|e| io("rename", e))?;
+        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
+        Ok(Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN })
+    }
+
+    /// Writes a new free segment file (zeros, every byte written once so
+    /// that later syncs carry no metadata) and returns its name.
+    fn create_free(&self) -> Result<String> {
+        let n = {
+            let mut st = self.state.lock().unwrap();
+            st.next_free += 1;
+            st.next_free - 1
+        };
+        let tmp = format!("tmp-{n:016x}.fq");
+        let name = free_name(n);
+        let io = |op, e| Error::io(self.storage.path(&tmp), op, e);
+        let file = self.storage.create(&tmp).map_err(|e| io("create", e))?;
+        zero_range(&*file, 0, self.cfg.segment_size).map_err(|e| io("write", e))?;
+        file.sync_data().map_err(|e| io("fdatasync", e))?;
+        self.storage.rename(&tmp, &name).map_err(|e| io("rename", e))?;
+        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
+        Ok(name)
+    }
+
+    fn spawn_allocator(self: &Arc<Self>) {
+        let me = self.clone();
+        let mut slot = self.allocator.lock().unwrap();
+        if let Some(h) = slot.take() {
+            let _ = h.join();
+        }
+        *slot = std::thread::Builder::new()
+            .name("fastqueue-allocator".into())
+            .spawn(move || {
+                let made = me.create_free();
+                let mut st = me.state.lock().unwrap();
+                st.allocating = false;
+                if let Ok(name) = made {
+                    st.free.push(name);
+                }
+                // A failure here is not fatal: the flusher creates the
+                // segment itself when it needs one, and reports errors.
+            })
+            .ok();
+    }
+}

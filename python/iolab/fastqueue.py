@@ -1,0 +1,237 @@
+"""FastQueue: a durable disk message queue (native core in ``iolab._iolab``).
+
+A queue is a directory of preallocated segment files. :meth:`FastQueue.enqueue`
+returns once the message is on disk (written and ``fdatasync``'ed, gathered
+with the messages of other threads into one write and one sync): from then
+on the message is *acknowledged* and will be delivered at least once, even
+after a crash. Consumers take messages with :meth:`FastQueue.dequeue` or
+:meth:`FastQueue.dequeue_batch` and then :meth:`FastQueue.ack` them (deleted)
+or :meth:`FastQueue.nack` them (retried later, then dead-lettered). A message
+delivered but not acknowledged is delivered again after a restart.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as d, FastQueue(d) as q:
+...     mid = q.enqueue(b"hello")
+...     m = q.dequeue()
+...     q.ack(m.id)
+...     (m.id == mid, m.payload)
+(True, b'hello')
+
+See ``docs/fastqueue.md`` for the guarantees and ``docs/fastqueue-format.md``
+for the file format.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Iterable, Literal, Optional, Union
+
+from iolab import _iolab
+
+QueueError = _iolab.QueueError
+QueueLockedError = _iolab.QueueLockedError
+QueueCorruptError = _iolab.QueueCorruptError
+
+__all__ = [
+    "FastQueue",
+    "FilePerMessageQueue",
+    "Message",
+    "QueueError",
+    "QueueLockedError",
+    "QueueCorruptError",
+    "check",
+    "repair",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Kind = Literal["main", "retry", "dead"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """A delivered message."""
+
+    id: int
+    """Id given by :meth:`FastQueue.enqueue`; kept across retries."""
+    payload: bytes
+    """The bytes enqueued."""
+    attempts: int
+    """Failed deliveries so far (:meth:`FastQueue.nack` calls)."""
+    kind: Kind
+    """The queue it came from: ``"main"``, ``"retry"`` or ``"dead"``."""
+    enqueued_ns: int
+    """Time of the first enqueue, ns since the Unix epoch."""
+
+
+def _messages(raw: Iterable[tuple]) -> list[Message]:
+    return [Message(*m) for m in raw]
+
+
+class FastQueue:
+    """A durable disk message queue in directory ``path`` (created if absent).
+
+    Only one process may open a queue (a lock file guards it:
+    :class:`QueueLockedError`); many threads of that process may share it.
+
+    Args:
+        path: the queue directory.
+        segment_size: bytes per preallocated segment file (multiple of 4096).
+        batch_bytes: a write batch closes when it holds this many bytes.
+        batch_delay: seconds a batch waits for more messages after its first
+            (0: no deliberate wait; a batch holds what arrived during the
+            previous sync).
+        durability: ``"sync"`` (default): enqueue returns after
+            ``fdatasync``; ``"os"``: after the write only, so a power loss
+            may lose the last messages (a process crash does not).
+        prefetch_bytes: size of the consumers' read-ahead buffer.
+        max_attempts: a message nacked this many times goes to the
+            dead-letter queue.
+        spare_segments: free segments kept ready in the background.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        segment_size: int = 64 << 20,
+        batch_bytes: int = 1 << 20,
+        batch_delay: float = 0.001,
+        durability: Literal["sync", "os"] = "sync",
+        prefetch_bytes: int = 1 << 20,
+        max_attempts: int = 5,
+        spare_segments: int = 1,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._q = _iolab.FastQueue(
+            self.path,
+            segment_size,
+            batch_bytes,
+            batch_delay,
+            durability,
+            prefetch_bytes,
+            max_attempts,
+            spare_segments,
+        )
+
+    def enqueue(self, payload: bytes) -> int:
+        """Stores ``payload``; returns its id once it is durable."""
+        return self._q.enqueue(payload)
+
+    def flush(self) -> None:
+        """Closes the open batch now; with ``durability="os"`` also syncs."""
+        self._q.flush()
+
+    def dequeue(self, timeout: Optional[float] = None) -> Optional[Message]:
+        """Takes the next message (due retries first), or ``None``.
+
+        With ``timeout`` (seconds), waits that long for one to arrive.
+        """
+        got = self.dequeue_batch(1, timeout)
+        return got[0] if got else None
+
+    def dequeue_batch(self, n: int, timeout: Optional[float] = None) -> list[Message]:
+        """Takes up to ``n`` messages, read with one large read where adjacent."""
+        return _messages(self._q.dequeue_batch(n, timeout))
+
+    def dequeue_dead(self, n: int) -> list[Message]:
+        """Takes up to ``n`` messages from the dead-letter queue."""
+        return _messages(self._q.dequeue_dead(n))
+
+    def ack(self, id: int) -> None:
+        """Deletes a delivered message; returns when that is durable."""
+        self._q.ack_many([id])
+
+    def ack_many(self, ids: Iterable[int]) -> None:
+        """Deletes several messages with one wait."""
+        self._q.ack_many(list(ids))
+
+    def nack(self, id: int, delay: float = 0.0) -> Kind:
+        """Gives a message back: retried after ``delay`` seconds with its
+        attempt count increased, or dead-lettered after ``max_attempts``.
+        Returns the queue it went to (``"retry"`` or ``"dead"``)."""
+        return self._q.nack(id, delay)
+
+    def reserve_segments(self, count: int) -> None:
+        """Creates free segments until ``count`` are ready."""
+        self._q.reserve_segments(count)
+
+    def stats(self) -> dict[str, object]:
+        """Counters (ready, retry, dead, in_flight, segments, syncs...) and what
+        the open found (``open_*``)."""
+        return dict(self._q.stats())
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def close(self) -> None:
+        """Writes what is pending, stops the threads, releases the lock."""
+        self._q.close()
+
+    def __enter__(self) -> "FastQueue":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+class FilePerMessageQueue:
+    """The traditional queue: one file per message in hashed directories,
+    written to a temporary name, fsync'ed, renamed, directory fsync'ed;
+    deleted on ack. The same calls as :class:`FastQueue` (fewer options)."""
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = os.fspath(path)
+        self._q = _iolab.FilePerMessageQueue(self.path)
+
+    def enqueue(self, payload: bytes) -> int:
+        """Stores ``payload`` durably; returns its id."""
+        return self._q.enqueue(payload)
+
+    def dequeue(self) -> Optional[Message]:
+        """Takes the oldest message, or ``None``."""
+        got = self.dequeue_batch(1)
+        return got[0] if got else None
+
+    def dequeue_batch(self, n: int) -> list[Message]:
+        """Takes up to ``n`` messages (one file read each)."""
+        return _messages(self._q.dequeue_batch(n))
+
+    def ack(self, id: int) -> None:
+        """Deletes a delivered message's file."""
+        self._q.ack(id)
+
+    def nack(self, id: int) -> None:
+        """Gives a message back for another attempt."""
+        self._q.nack(id)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def close(self) -> None:
+        """Releases the queue."""
+        self._q.close()
+
+    def __enter__(self) -> "FilePerMessageQueue":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check(path: PathLike) -> dict[str, object]:
+    """Reads the queue in ``path`` and reports its state and every problem
+    (each naming segment file and offset); changes nothing."""
+    return dict(_iolab.fastqueue_check(os.fspath(path)))
+
+
+def repair(path: PathLike) -> dict[str, object]:
+    """Mends what :func:`check` reports, keeping every valid record; damaged
+    bytes are saved to ``quarantine-*.bin`` files. Ask the user first."""
+    return dict(_iolab.fastqueue_repair(os.fspath(path)))
