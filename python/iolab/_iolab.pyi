@@ -1,6 +1,6 @@
-from __future__ import annotations
-
 """Type stubs of the native module (crates/iolab-py)."""
+
+from __future__ import annotations
 
 __version__: str
 RNG_ALGORITHM: str
