@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -136,6 +137,7 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
     import persistqueue  # type: ignore[import-untyped]
 
     path = os.path.join(root, "persist-queue")
+    shutil.rmtree(path, ignore_errors=True)
     q = persistqueue.SQLiteQueue(path, auto_commit=True, multithreading=True)
     budget = max(1, max_bytes // size)
     payload = b"x" * size
@@ -168,6 +170,8 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
         q.get(block=False)
         read += 1
     read_secs = time.perf_counter() - t0
+    del q
+    shutil.rmtree(path, ignore_errors=True)
     if read != n:
         raise UserError(f"persist-queue: wrote {n} messages, read back {read}")
 
