@@ -17,7 +17,7 @@ from iolab.cli.errors import UserError
 
 # Subcommand modules, in the order `iolab --help` lists them.
 SUBCOMMANDS = [
-
+    "iolab.cli.bench",
 ]
 
 
