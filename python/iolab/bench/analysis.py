@@ -77,8 +77,7 @@ def _measure(frame: pd.DataFrame, key: str, variant: str, configs: list[str],
     data = frame.rename(columns={"run": "order"})[["config", "rep", "order", "value"]].copy()
     data["value"] = data["value"] / scale
     data = data.sort_values("order").reset_index(drop=True)
-    comparison = compare(data, higher, runs_per_rep=runs_per_rep, detect=detect)
-    comparison.summaries.sort(key=lambda s: configs.index(s.config))
+    comparison = compare(data, higher, runs_per_rep=runs_per_rep, detect=detect, configs=configs)
     return Measure(key, variant, label, stat, data, comparison)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from iolab.bench import sysfs
 from iolab.cli.errors import UserError
@@ -28,25 +28,33 @@ _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 @dataclass(frozen=True)
 class Config:
-    """A scheduler, its tunables, and queue settings (``name -> value``, sorted)."""
+    """A scheduler, its tunables, and queue settings (``name -> value``, sorted).
+
+    ``name`` is an optional short label (``--config bfq-tuned=bfq:...``); it
+    plays no part in telling configurations apart.
+    """
 
     scheduler: str
     tunables: tuple[tuple[str, str], ...] = ()
     queue: tuple[tuple[str, str], ...] = ()
+    name: str = field(default="", compare=False)
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         words = [self.scheduler]
         words += [f"{k}={v}" for k, v in self.tunables]
         words += [f"{k}={v}" for k, v in self.queue]
         return " ".join(words)
 
     @classmethod
-    def make(cls, scheduler: str, tunables: dict[str, str], queue: dict[str, str]) -> "Config":
+    def make(cls, scheduler: str, tunables: dict[str, str], queue: dict[str, str],
+             name: str = "") -> "Config":
         def keep(d: dict[str, str]) -> tuple[tuple[str, str], ...]:
             return tuple(sorted((k, v) for k, v in d.items() if v != DEFAULT))
 
-        return cls(scheduler, keep(tunables), keep(queue))
+        return cls(scheduler, keep(tunables), keep(queue), name)
 
 
 def parse_grid(items: list[str]) -> dict[str, dict[str, list[str]]]:
@@ -70,11 +78,18 @@ def parse_grid(items: list[str]) -> dict[str, dict[str, list[str]]]:
 
 
 def parse_config(spec: str) -> Config:
-    """``bfq:slice_idle=20,timeout_sync=160`` or ``mq-deadline`` -> a :class:`Config`."""
-    scheduler, _, rest = spec.partition(":")
-    scheduler = scheduler.strip()
-    if not scheduler:
-        raise UserError(f"cannot read --config {spec!r}: it starts with the scheduler's name")
+    """``[LABEL=]SCHED[:NAME=V,...]`` -> a :class:`Config`.
+
+    ``mq-deadline``, ``bfq:slice_idle=20,timeout_sync=160``,
+    ``bfq-tuned=bfq:slice_idle=20`` (shown as ``bfq-tuned`` in the report).
+    """
+    head, _, rest = spec.partition(":")
+    label, eq, scheduler = head.partition("=")
+    if not eq:
+        label, scheduler = "", head
+    scheduler, label = scheduler.strip(), label.strip()
+    if not scheduler or (eq and not label):
+        raise UserError(f"cannot read --config {spec!r}: write [LABEL=]SCHEDULER[:NAME=VALUE,...]")
     tunables: dict[str, str] = {}
     queue: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
@@ -91,7 +106,7 @@ def parse_config(spec: str) -> Config:
         if not _NAME.match(name):
             raise UserError(f"cannot read --config {spec!r}: bad tunable name {name!r}")
         target[name] = value.strip()
-    return Config.make(scheduler, tunables, queue)
+    return Config.make(scheduler, tunables, queue, label)
 
 
 def build(schedulers: list[str], grid: dict[str, dict[str, list[str]]],
@@ -118,6 +133,10 @@ def build(schedulers: list[str], grid: dict[str, dict[str, list[str]]],
     unique = list(dict.fromkeys(out))
     if not unique:
         raise UserError("nothing to compare: give --schedulers or --config")
+    labels = [c.label for c in unique]
+    twice = sorted({x for x in labels if labels.count(x) > 1})
+    if twice:
+        raise UserError(f"two configurations are labelled {twice[0]!r}; give them different labels")
     return unique
 
 

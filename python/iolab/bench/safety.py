@@ -127,7 +127,7 @@ def probe_signatures(path: str) -> list[str]:
     values = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
     found = []
     if "TYPE" in values:
-        found.append(f"a {values['TYPE']} signature ({values.get('USAGE', 'data')})")
+        found.append(f"{values['TYPE']} ({values.get('USAGE', 'data')})")
     if "PTTYPE" in values:
         found.append(f"a {values['PTTYPE']} partition table")
     return found or ["a signature blkid reports: " + ", ".join(sorted(values))]

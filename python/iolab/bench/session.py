@@ -109,6 +109,34 @@ class RateColumn(ProgressColumn):
         return Text("-- runs/min" if speed is None else f"{speed * 60:.1f} runs/min")
 
 
+def load(outdir: Path) -> Session:
+    """A finished session read back from its ``runs.json`` (for ``iolab bench --report``)."""
+    from iolab.bench import workloads
+
+    path = outdir / "runs.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read {path}: {e}") from None
+    meta = doc["meta"]
+    try:
+        workload = workloads.get(meta["workload"])
+    except UserError:
+        workload = workloads.custom(meta["job_file"])
+    opts = Options(workload=workload, reps=meta["reps"], runtime=meta["runtime_s"], ramp=meta["ramp_s"],
+                   outdir=outdir)
+    configs = [cfg.Config(label.split()[0], name=label) for label in meta["configs"]]
+    variants = []
+    for v in meta["variants"]:
+        if isinstance(v, str):  # written by the first version: the label only
+            params = {**meta.get("params", {}), **dict(w.split("=", 1) for w in v.split())}
+            v = {"label": v, "params": params}
+        variants.append(Variant(v["label"], v["params"]))
+    runs = [Run(**r) for r in doc["runs"]]
+    return Session(opts, meta, configs, variants, runs, interrupted=doc.get("interrupted"),
+                   restored=doc.get("restored", []), restore_problems=doc.get("restore_problems", []))
+
+
 def drop_caches() -> None:
     """``sync; echo 3 > /proc/sys/vm/drop_caches``."""
     os.sync()
@@ -216,8 +244,13 @@ def run(opts: Options, console: Console | None = None) -> Session:
             meta["sandbox"] = {"size_bytes": size, "backing_file": journal.data["loop"]["backing_file"],
                                "backing_device": _backing_device(Path(journal.data["loop"]["backing_file"]))}
         session.meta = meta
+        total = opts.reps * len(configs) * len(variants)
+        minutes = total * workload.seconds_per_run(opts.runtime, opts.ramp) / 60
+        console.print(f"iolab bench: {workload.name} on {dev.path}: {len(configs)} configurations x "
+                      f"{len(variants)} variants x {opts.reps} repetitions = {total} runs, "
+                      f"about {minutes:.0f} min", soft_wrap=True)
         if journal.data.get("loop") or (writes and opts.destroy_data):
-            console.print(f"preconditioning {dev.path} ({size // 2**20} MiB written once)")
+            console.print(f"preconditioning {dev.path} ({size // 2**20} MiB written once)", soft_wrap=True)
             sandbox.precondition(fio_path, dev.path, size)
             meta["preconditioned"] = True
         directory = ""
@@ -324,7 +357,7 @@ def _meta(opts: Options, dev: sysfs.BlockDevice, workload: Workload, variants: l
         "job_file": str(workload.jobfile),
         "writes": workload.writes,
         "params": {**workload.params, **opts.params},
-        "variants": [v.label for v in variants],
+        "variants": [{"label": v.label, "params": v.params} for v in variants],
         "configs": [c.label for c in configs],
         "scheduler_defaults": defaults,
         "original_queue": original.to_json(),

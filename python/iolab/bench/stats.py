@@ -242,14 +242,16 @@ def _drift(data: pd.DataFrame, runs_per_rep: int, alpha: float) -> Drift | None:
 
 
 def compare(data: pd.DataFrame, higher_is_better: bool, runs_per_rep: int | None = None,
-            alpha: float = ALPHA, detect: float = 0.05) -> Comparison:
+            alpha: float = ALPHA, detect: float = 0.05, configs: list[str] | None = None) -> Comparison:
     """Compares configurations; ``data`` has columns config, rep, order, value.
 
     ``runs_per_rep`` (runs in one repetition, all measures together) turns the
-    drift's slope per run into a change per repetition.
+    drift's slope per run into a change per repetition; ``configs`` gives the
+    order of the tables (default: order of first appearance).
     """
     data = data[["config", "rep", "order", "value"]].dropna()
-    configs = list(dict.fromkeys(data["config"]))
+    present = set(data["config"])
+    configs = [c for c in (configs or list(dict.fromkeys(data["config"]))) if c in present]
     summaries = [summarize(c, data.loc[data["config"] == c, "value"]) for c in configs]
     wide = data.pivot_table(index="rep", columns="config", values="value", aggfunc="mean")
     wide = wide[configs] if len(wide) else wide

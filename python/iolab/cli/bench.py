@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from rich.console import Console
@@ -70,6 +69,8 @@ def register(subparsers) -> None:
     p.add_argument("--restore", action="store_true",
                    help="undo what an interrupted session left (settings, sandbox, mounts) and exit")
     p.add_argument("--list-workloads", action="store_true", help="list the built-in workloads and exit")
+    p.add_argument("--report", metavar="DIR",
+                   help="analyse the runs a session left in DIR again and rewrite its report (no measuring)")
     p.set_defaults(func=run)
 
 
@@ -107,6 +108,20 @@ def _restore(console: Console) -> int:
     return 1 if problems else 0
 
 
+def _report_again(outdir: Path, detect: float, out: Console) -> int:
+    from iolab.bench import analysis as an
+    from iolab.bench import report, session
+
+    result = session.load(outdir)
+    if not result.runs:
+        raise UserError(f"{outdir} holds no runs to analyse")
+    analysis = an.analyse(result, detect=detect)
+    path = report.write(result, analysis, outdir)
+    out.print(report.recommendation(result, analysis), soft_wrap=True)
+    out.print(f"report: {path}")
+    return 0
+
+
 def run(args) -> int:
     console = Console(stderr=True)
     out = Console()
@@ -115,8 +130,10 @@ def run(args) -> int:
     if args.restore:
         return _restore(out)
 
-    from iolab.bench import analysis as an
-    from iolab.bench import configs, report, session, workloads
+    from iolab.bench import configs, session, workloads
+
+    if args.report:
+        return _report_again(Path(args.report), args.detect / 100, out)
     from iolab.bench.sandbox import parse_size
 
     if not args.device and not args.loop:
@@ -139,14 +156,16 @@ def run(args) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
-    per_run = workload.seconds_per_run(opts.runtime, opts.ramp)
-    console.print(f"iolab bench: workload {workload.name} ({workload.summary}); "
-                  f"{opts.reps} repetitions; about {math.ceil(per_run)} s per run per configuration")
     result = session.run(opts, console)
     for line in result.restored:
         console.print(f"restore: {line}")
     for line in result.restore_problems:
         console.print(f"[red]restore failed:[/red] {line} -- fix it, then run `iolab bench --restore`")
+    # Imported late: pandas, scipy and statsmodels take seconds to load, and a
+    # refusal or a restore needs none of them.
+    from iolab.bench import analysis as an
+    from iolab.bench import report
+
     if result.runs:
         analysis = an.analyse(result, detect=args.detect / 100)
         path = report.write(result, analysis, opts.outdir)
