@@ -302,6 +302,7 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
                                                disable=not opts.progress, transient=False) as bar:
         task = bar.add_task("starting", total=total)
         index = 0
+        warned = False
         for rep, units in enumerate(schedule):
             for slot, (config, variant) in enumerate(units):
                 label = " ".join(x for x in (config.label, variant.label) if x)
@@ -318,6 +319,13 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
                     started=started, seconds=round(time.monotonic() - t0, 3), settings=settings,
                     facts=facts, metrics=fio.metrics(result), fio_json=str(out.relative_to(opts.outdir)),
                 )
+                missing = [k for k in workload.primary if "*" not in k and k not in record.metrics]
+                if missing and not warned:
+                    warned = True
+                    bar.console.print(
+                        f"warning: run {index} measured no {', '.join(missing)}: nothing was left to "
+                        f"measure after the ramp time? (a larger device or a smaller --ramp helps)",
+                        soft_wrap=True)
                 session.runs.append(record)
                 log.write(json.dumps(asdict(record)) + "\n")
                 log.flush()

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from iolab.cli.errors import UserError
 
@@ -87,11 +86,13 @@ def _params(items: list[str]) -> dict[str, str]:
 def _list_workloads(console: Console) -> int:
     from iolab.bench.workloads import WORKLOADS
 
-    t = Table("workload", "job file", "writes", "file system", "parameters", "what it mirrors")
     for w in WORKLOADS:
-        t.add_row(w.name, w.job, "yes" if w.writes else "no", "yes" if w.needs_fs else "no",
-                  " ".join(f"{k}={v}" for k, v in w.params.items()) or "-", w.mirrors)
-    console.print(t)
+        needs = ["writes" if w.writes else "read-only"] + (["makes a file system"] if w.needs_fs else [])
+        params = " ".join(f"{k}={v}" for k, v in w.params.items())
+        console.print(f"{w.name:16} {w.job}  ({', '.join(needs)})", soft_wrap=True, highlight=False)
+        console.print(f"{'':16} {w.summary}; mirrors {w.mirrors}", soft_wrap=True, highlight=False)
+        if params:
+            console.print(f"{'':16} parameters: {params}", soft_wrap=True, highlight=False)
     return 0
 
 
