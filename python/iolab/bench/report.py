@@ -268,12 +268,12 @@ def iozone_blocks(session, analysis: Analysis) -> list:
     by = {(m.key, m.variant): m for m in analysis.measures}
     tests = [t for t, d in IOZONE_TESTS if any((f"{t}.{d}.bw", v.label) in by for v in variants)]
     headers = ["KiB", "reclen"] + tests
-    size_kib = session.meta.get("sandbox", {}).get("size_bytes") or int(session.runs[0].facts.get("size_bytes", 0))
+    region = session.meta.get("region_bytes") or int(session.runs[0].facts.get("size_bytes", 0))
     blocks = [h(2, "iozone matrix (mean KiB/s over repetitions, direct I/O)")]
     for config in analysis.configs:
         rows = []
         for v in variants:
-            row = [str(int(size_kib) // 1024), v.params["reclen"]]
+            row = [str(int(region) // 1024), v.params["reclen"]]
             for t, d in IOZONE_TESTS:
                 if t not in tests:
                     continue

@@ -54,6 +54,7 @@ class Options:
     device: str | None = None
     loop_size: int | None = None
     loop_dir: Path | None = None
+    size: int | None = None  # bytes of the device the jobs use (default: all of it)
     schedulers: list[str] | None = None
     grid: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     explicit: list[cfg.Config] = field(default_factory=list)
@@ -239,16 +240,22 @@ def run(opts: Options, console: Console | None = None) -> Session:
         session.configs = configs = _configs(dev, opts, offered)
         defaults = _probe(dev, configs, offered)
         size = sysfs.size_bytes(dev)
+        if opts.size:
+            if opts.size > size:
+                raise UserError(f"--size {opts.size // 2**20}M is larger than {dev.path} ({size // 2**20}M)")
+            size = opts.size
         meta = _meta(opts, dev, workload, variants, configs, seed, original, defaults, fio_path)
         if journal.data.get("loop"):
             meta["sandbox"] = {"size_bytes": size, "backing_file": journal.data["loop"]["backing_file"],
                                "backing_device": _backing_device(Path(journal.data["loop"]["backing_file"]))}
         session.meta = meta
+        meta["region_bytes"] = size
         total = opts.reps * len(configs) * len(variants)
-        minutes = total * workload.seconds_per_run(opts.runtime, opts.ramp) / 60
+        seconds = total * workload.seconds_per_run(opts.runtime, opts.ramp)
+        estimate = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
         console.print(f"iolab bench: {workload.name} on {dev.path}: {len(configs)} configurations x "
                       f"{len(variants)} variants x {opts.reps} repetitions = {total} runs, "
-                      f"about {minutes:.0f} min", soft_wrap=True)
+                      f"about {estimate}", soft_wrap=True)
         if journal.data.get("loop") or (writes and opts.destroy_data):
             console.print(f"preconditioning {dev.path} ({size // 2**20} MiB written once)", soft_wrap=True)
             sandbox.precondition(fio_path, dev.path, size)

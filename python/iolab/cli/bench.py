@@ -41,6 +41,9 @@ def register(subparsers) -> None:
     target.add_argument("--loop", metavar="SIZE",
                         help="a sandbox: a file-backed loop device with direct I/O, made and removed by iolab")
     p.add_argument("--loop-dir", metavar="DIR", help="where the sandbox's backing file goes (default: -o DIR)")
+    p.add_argument("--size", metavar="SIZE",
+                   help="use only the first SIZE bytes of the device (default: all; preconditioning "
+                        "writes this much)")
     p.add_argument("--schedulers", metavar="LIST",
                    help="comma-separated schedulers (default: all the device offers, "
                         "or none beyond --config when --config is given)")
@@ -137,6 +140,8 @@ def run(args) -> int:
         return _report_again(Path(args.report), args.detect / 100, out)
     from iolab.bench.sandbox import parse_size
 
+    if args.detect <= 0:
+        raise UserError("--detect must be a positive percentage")
     if not args.device and not args.loop:
         raise UserError("name a target: --device DEV (a whole disk) or --loop SIZE (a sandbox)")
     workload = workloads.custom(args.fio) if args.fio else workloads.get(args.workload or workloads.DEFAULT_WORKLOAD)
@@ -145,6 +150,7 @@ def run(args) -> int:
         device=args.device,
         loop_size=parse_size(args.loop) if args.loop else None,
         loop_dir=Path(args.loop_dir) if args.loop_dir else None,
+        size=parse_size(args.size) if args.size else None,
         schedulers=[s.strip() for s in args.schedulers.split(",") if s.strip()] if args.schedulers else None,
         grid=configs.parse_grid(args.tunables),
         explicit=[configs.parse_config(c) for c in args.config],

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from iolab.bench import sandbox
+
 DATA = Path(__file__).parent / "data"
 MiB = 2**20
 
@@ -42,6 +44,12 @@ class Loops:
         dev = _losetup("--find", "--show", "--direct-io=on", str(backing))
         self.devices.append(dev)
         return dev
+
+    def mount_fs(self, device: str, mnt: Path) -> None:
+        """A fresh ext4 on ``device``, mounted on ``mnt`` (unmounted at teardown)."""
+        sandbox.make_fs(device)
+        self.mounts.append(mnt)
+        sandbox.mount(device, mnt)
 
     def cleanup(self) -> None:
         for mnt in self.mounts:

@@ -60,10 +60,8 @@ def test_partition_table_is_refused_without_destroy_data(loops):
 
 def test_mounted_device_is_refused_even_with_destroy_data(loops, tmp_path):
     device = loops.make()
-    sandbox.make_fs(device)
     mnt = tmp_path / "mnt"
-    loops.mounts.append(mnt)
-    sandbox.mount(device, mnt)
+    loops.mount_fs(device, mnt)
     dev = sysfs.resolve(device)
     with pytest.raises(UserError, match=f"mounted on {mnt}.*even with --destroy-data"):
         safety.check_writes(dev, "copy", destroy_data=True)
@@ -84,10 +82,8 @@ def test_cli_refuses_in_one_line_and_leaves_the_device_alone(loops):
 
 def test_read_only_workload_runs_on_a_mounted_device(loops, tmp_path):
     device = loops.make()
-    sandbox.make_fs(device)
     mnt = tmp_path / "mnt"
-    loops.mounts.append(mnt)
-    sandbox.mount(device, mnt)
+    loops.mount_fs(device, mnt)
     dev = sysfs.resolve(device)
     original = sysfs.snapshot(dev)
     proc = iolab("--device", device, "--workload", "hdparm-direct", "--schedulers", "none,mq-deadline",

@@ -50,10 +50,8 @@ def test_backing_file_is_never_overwritten_and_size_is_checked(tmp_path):
 
 def test_scratch_file_system(loops, tmp_path):
     device = loops.make(size=64 * MiB)
-    sandbox.make_fs(device)
     mnt = tmp_path / "mnt"
-    loops.mounts.append(mnt)
-    sandbox.mount(device, mnt)
+    loops.mount_fs(device, mnt)
     assert sandbox.mounted_device(mnt) == device
     assert not sandbox.unmount("/dev/loop-nothing", mnt)  # a different source: left mounted
     assert sandbox.unmount(device, mnt)

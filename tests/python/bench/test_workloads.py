@@ -58,11 +58,8 @@ def test_every_workload_measures_what_the_table_says(w, loops, tmp_path):
     sandbox.precondition(shutil.which("fio"), device, 64 * MiB)
     directory = ""
     if w.needs_fs:
-        sandbox.make_fs(device)
-        mnt = tmp_path / "mnt"
-        loops.mounts.append(mnt)
-        sandbox.mount(device, mnt)
-        directory = str(mnt)
+        loops.mount_fs(device, tmp_path / "mnt")
+        directory = str(tmp_path / "mnt")
     params = {"reclen": "64k", "files": "50"}
     variant = w.variants({k: v for k, v in params.items() if k in w.params})[0]
     env = w.env(variant, Target(device, 64 * MiB, directory), 0.2, 0.0)
