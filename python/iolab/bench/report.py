@@ -338,7 +338,7 @@ def plot_points(m: Measure, configs: list[str], path: Path) -> None:
 
 
 def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None:
-    fig = Figure(figsize=(7.5, 4.0), layout="constrained")
+    fig = Figure(figsize=(8.0, 4.6), layout="constrained")
     ax = fig.subplots()
     for i, config in enumerate(configs):
         rows = m.data[m.data["config"] == config]
@@ -349,7 +349,7 @@ def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None
     ax.set_xlabel("run order (grey lines: repetitions)")
     ax.set_ylabel(m.unit)
     ax.set_title(f"{m.title} against run order")
-    ax.legend(fontsize="small")
+    fig.legend(fontsize="small", loc="outside lower center", ncols=min(3, max(1, len(configs))))
     ax.grid(alpha=0.3)
     _save(fig, path)
 

@@ -83,7 +83,8 @@ def test_restore_after_a_crash_puts_every_setting_back(loops, tmp_path, private_
     assert again.returncode == 0 and "nothing to restore" in again.stdout
 
 
-def test_sigterm_restores_and_keeps_the_runs(loops, tmp_path, private_state_dir):
+@pytest.mark.parametrize("how", ["SIGTERM to iolab", "Ctrl-C to the process group"])
+def test_a_stopped_bench_restores_and_keeps_the_runs(how, loops, tmp_path, private_state_dir):
     dev = sysfs.resolve(loops.make())
     original = make_non_default(dev)
     out = tmp_path / "out"
@@ -91,10 +92,13 @@ def test_sigterm_restores_and_keeps_the_runs(loops, tmp_path, private_state_dir)
                        "--runtime", "0.5", "--ramp", "0", "--schedulers", "none,bfq", "-o", str(out),
                        env_state=private_state_dir)
     wait_for_runs(proc, private_state_dir, out, runs=2)
-    os.kill(proc.pid, signal.SIGTERM)  # the bench alone; it stops fio itself
+    if how.startswith("SIGTERM"):
+        os.kill(proc.pid, signal.SIGTERM)  # the bench alone; it stops fio itself
+    else:
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: iolab and fio
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
-    assert "stopped by SIGTERM" in stderr
+    assert ("stopped by SIGTERM" if how.startswith("SIGTERM") else "interrupted") in stderr
     assert sysfs.snapshot(dev) == original
     assert statefile.pending(private_state_dir) == []
     doc = json.loads((out / "runs.json").read_text())
