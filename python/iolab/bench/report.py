@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -104,6 +105,13 @@ def to_markdown(blocks) -> str:
     return "\n".join(out)
 
 
+def _inline(text: str) -> str:
+    """Escapes text for HTML and renders the two Markdown marks the report uses."""
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
 def to_html(blocks, title: str) -> str:
     e = html.escape
     out = [
@@ -118,7 +126,7 @@ def to_html(blocks, title: str) -> str:
         if kind == "h":
             out.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
         elif kind == "p":
-            out.append(f"<p>{e(block[1]).replace('`', '')}</p>")
+            out.append(f"<p>{_inline(block[1])}</p>")
         elif kind == "table":
             out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in block[1]) + "</tr>")
             for row in block[2]:
@@ -127,7 +135,7 @@ def to_html(blocks, title: str) -> str:
         elif kind == "img":
             out.append(f"<p><img src='{e(block[1])}' alt='{e(block[2])}'></p>")
         elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{e(x).replace('`', '')}</li>" for x in block[1]) + "</ul>")
+            out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in block[1]) + "</ul>")
     out.append("</body></html>")
     return "\n".join(out)
 

@@ -81,6 +81,7 @@ def test_iozone_matrix_uses_the_geometric_mean_and_seed_003_tables(tmp_path):
     path = report.write(s, a, tmp_path)
     md = path.read_text()
     assert "iozone matrix" in md and "| KiB | reclen | write | rewrite | read | reread |" in md
+    assert "<b>none</b>" in (tmp_path / "report.html").read_text()
 
 
 def test_report_can_be_rebuilt_from_runs_json(tmp_path):
