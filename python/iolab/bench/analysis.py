@@ -11,10 +11,12 @@ which weighs a 10% change in any cell alike.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
 from scipy.stats import gmean
+from statsmodels.stats.multitest import multipletests
 
 from iolab.bench import fio
 from iolab.bench.stats import Comparison, compare
@@ -43,6 +45,7 @@ class Measure:
     stat: str
     data: pd.DataFrame  # config, rep, order, value (in the unit of `unit`)
     comparison: Comparison
+    family_p: float = math.nan  # the ANOVA's p, Holm-corrected over all measures of the session
 
     @property
     def unit(self) -> str:
@@ -81,6 +84,20 @@ def _measure(frame: pd.DataFrame, key: str, variant: str, configs: list[str],
     return Measure(key, variant, label, stat, data, comparison)
 
 
+def _correct_family(measures: list[Measure]) -> None:
+    """Holm over the measures' ANOVA p-values: many cells tested at 5% give false alarms.
+
+    The primary measure is one planned test and keeps its own p-value; the
+    others (iozone's 9 tests x record lengths, latencies...) are a family.
+    """
+    tested = [m for m in measures if m.comparison.anova is not None]
+    if not tested:
+        return
+    _, corrected, _, _ = multipletests([m.comparison.anova.p for m in tested], method="holm")
+    for m, p in zip(tested, corrected):
+        m.family_p = float(p)
+
+
 def analyse(session, detect: float = 0.05) -> Analysis:
     frame = runs_frame(session.runs)
     configs = [c.label for c in session.configs]
@@ -95,6 +112,7 @@ def analyse(session, detect: float = 0.05) -> Analysis:
             if len(cell):
                 measures.append(_measure(cell, key, variant, configs, higher, per_rep, detect,
                                          stat, title(key, variant)))
+    _correct_family(measures)
     primary_keys = expand(workload.primary, frame["key"].unique())
     cells = frame[frame["key"].isin(primary_keys)]
     if not len(cells):

@@ -143,16 +143,23 @@ def to_html(blocks, title: str) -> str:
 # ---------------------------------------------------------- recommendation
 
 
-def verdict(c: Comparison) -> str:
-    """A few words: the winner, the top group, or indistinguishable."""
+def verdict(c: Comparison, family_p: float | None = None) -> str:
+    """A few words: the winner, the top group, or indistinguishable.
+
+    ``family_p`` is the measure's ANOVA p-value corrected over all the
+    measures of the report; when given, it decides whether there is a
+    difference at all.
+    """
     if c.anova is None:
         return "not tested (fewer than 2 complete repetitions or configurations)"
+    p = c.anova.p if family_p is None or not math.isfinite(family_p) else family_p
+    if p >= ALPHA:
+        return "indistinguishable"
     if c.winner:
         return f"{c.winner} best (significant)"
-    n_configs = len(c.summaries)
-    if c.anova.p < ALPHA and len(c.top) < n_configs:
+    if len(c.top) < len(c.summaries):
         return "top group: " + ", ".join(c.top)
-    return "indistinguishable"
+    return "they differ, but no pair is separated"
 
 
 def recommendation(session, analysis: Analysis) -> str:
@@ -296,13 +303,22 @@ def iozone_blocks(session, analysis: Analysis) -> list:
         for t, d in IOZONE_TESTS:
             if t in tests:
                 m = by.get((f"{t}.{d}.bw", v.label))
-                c = m.comparison if m else None
-                row.append("-" if c is None else c.winner or ("≈" if c.anova is None or c.anova.p >= ALPHA else "/".join(c.top)))
+                row.append("-" if m is None else _cell(m))
         rows.append(row)
     blocks += [p("Best configuration per cell: a name when it beats every other significantly, "
-                 "names joined by / for a significant top group, ≈ when indistinguishable."),
+                 "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
+                 "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells)."),
                table(["reclen"] + tests, rows)]
     return blocks
+
+
+def _cell(m: Measure) -> str:
+    text = verdict(m.comparison, m.family_p)
+    if text.endswith("(significant)"):
+        return m.comparison.winner
+    if text.startswith("top group"):
+        return "/".join(m.comparison.top)
+    return "≈" if text == "indistinguishable" or text.startswith("not tested") else "≠"
 
 
 def settings_rows(session) -> tuple[list[str], list[list[str]]]:
@@ -462,12 +478,16 @@ def build(session, analysis: Analysis) -> list:
         for x in others:
             xc = x.comparison
             means = {s.config: s for s in xc.summaries}
-            rows.append([x.title, x.unit, verdict(xc), pval(xc.anova.p) if xc.anova else "-",
-                         pval(xc.rank_test.p) if xc.rank_test else "-"]
+            rows.append([x.title, x.unit, verdict(xc, x.family_p), pval(xc.anova.p) if xc.anova else "-",
+                         pval(x.family_p), pval(xc.rank_test.p) if xc.rank_test else "-"]
                         + [f"{num(means[cf].mean)} ± {num(means[cf].sd)}" if cf in means else "-"
                            for cf in configs])
         blocks += [h(2, "All measures (mean ± σ)"),
-                   table(["measure", "unit", "verdict", "ANOVA p", "rank-test p"] + configs, rows)]
+                   p(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
+                     f"over these {len(others)} measures, since among many tests at 5% some come out "
+                     f"significant by chance."),
+                   table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs,
+                         rows)]
     blocks += iozone_blocks(session, analysis)
     headers, rows = settings_rows(session)
     blocks += [h(2, "Settings as read back from sysfs (first run of each configuration)"),
