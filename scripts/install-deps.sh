@@ -4,6 +4,11 @@
 set -euo pipefail
 need=()
 command -v fio >/dev/null 2>&1 || need+=(fio)
+# iolab bench: losetup (mount), blkid (util-linux), mkfs.ext4 (e2fsprogs); usually present.
+have_sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+have_sbin losetup || need+=(mount)
+have_sbin blkid || need+=(util-linux)
+have_sbin mkfs.ext4 || need+=(e2fsprogs)
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
 fi

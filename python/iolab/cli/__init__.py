@@ -21,6 +21,7 @@ SUBCOMMANDS = [
     "iolab.cli.validate",
     "iolab.cli.sweep",
     "iolab.cli.paper",
+    "iolab.cli.bench",
     "iolab.cli.queue",
 ]
 

@@ -1,0 +1,27 @@
+"""``iolab bench``: the kernel's real I/O schedulers, measured and compared.
+
+Brief overview -- how a session flows, one module per concept:
+
+- :mod:`~iolab.bench.safety` checks root, the device's scheduler choice, and
+  whether a writing workload may touch the device;
+- :mod:`~iolab.bench.sandbox` makes the ``--loop`` sandbox (a file-backed
+  loop device with direct I/O) and the scratch file system;
+- :mod:`~iolab.bench.sysfs` reads and writes ``/sys/block/DEV/queue``,
+  snapshots it and restores it; :mod:`~iolab.bench.statefile` keeps the
+  record that lets ``iolab bench --restore`` undo a killed session;
+- :mod:`~iolab.bench.configs` turns ``--tunables``/``--config`` into
+  configurations and puts one in place;
+- :mod:`~iolab.bench.workloads` is the table of fio jobs in ``bench/jobs``;
+  :mod:`~iolab.bench.fio` runs one and reads its JSON;
+- :mod:`~iolab.bench.session` runs every configuration in every repetition
+  in a shuffled order, then restores;
+- :mod:`~iolab.bench.stats` (scipy, statsmodels) and
+  :mod:`~iolab.bench.analysis` compare the configurations;
+  :mod:`~iolab.bench.report` writes JSON, CSV, Markdown, HTML and plots.
+"""
+
+from iolab.bench.configs import Config
+from iolab.bench.session import Options, Session, run
+from iolab.bench.workloads import WORKLOADS, Workload
+
+__all__ = ["Config", "Options", "Session", "WORKLOADS", "Workload", "run"]

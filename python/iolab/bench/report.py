@@ -1,0 +1,515 @@
+"""What a session leaves in ``-o DIR``.
+
+- ``runs.json``: the setup, every run (settings read back, metrics) and the
+  analysis; ``runs.csv``: one row per run; ``fio/run-NNNN.json``: fio's own
+  output; ``runs.jsonl``: written while running, one line per finished run.
+- ``report.md`` and ``report.html``: the recommendation, the tables (per run
+  as in seed 004, with mean and sigma; the iozone matrix as in seed 003),
+  the tests, and two plots -- ``primary.png`` (each run as a point, the mean
+  with its 95% interval per configuration) and ``drift.png`` (values against
+  run order).
+
+The report is built once as a list of blocks and rendered twice, to
+Markdown and to HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from iolab.bench.analysis import Analysis, Measure
+from iolab.bench.stats import ALPHA, Comparison
+from iolab.bench.workloads import IOZONE_TESTS
+
+# ---------------------------------------------------------------- formatting
+
+
+def num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    ax = abs(x)
+    if ax >= 100:
+        return f"{x:.0f}"
+    if ax >= 10:
+        return f"{x:.1f}"
+    if ax >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def pct(x: float | None, signed: bool = False) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    if not signed and x > 10:
+        return "over 1000%"
+    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
+
+
+def pval(p: float | None) -> str:
+    if p is None or not math.isfinite(p):
+        return "-"
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
+
+
+# ------------------------------------------------------------------- blocks
+
+
+def h(level: int, text: str):
+    return ("h", level, text)
+
+
+def p(text: str):
+    return ("p", text)
+
+
+def table(headers: list[str], rows: list[list[str]]):
+    return ("table", headers, rows)
+
+
+def img(path: str, alt: str):
+    return ("img", path, alt)
+
+
+def items(lines: list[str]):
+    return ("list", lines)
+
+
+def to_markdown(blocks) -> str:
+    out = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "h":
+            out.append(f"{'#' * block[1]} {block[2]}")
+        elif kind == "p":
+            out.append(block[1])
+        elif kind == "table":
+            headers, rows = block[1], block[2]
+            out.append("| " + " | ".join(headers) + " |")
+            out.append("|" + "|".join("---" for _ in headers) + "|")
+            out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+        elif kind == "img":
+            out.append(f"![{block[2]}]({block[1]})")
+        elif kind == "list":
+            out += [f"- {line}" for line in block[1]]
+        out.append("")
+    return "\n".join(out)
+
+
+def _inline(text: str) -> str:
+    """Escapes text for HTML and renders the two Markdown marks the report uses."""
+    text = html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+
+
+def to_html(blocks, title: str) -> str:
+    e = html.escape
+    out = [
+        "<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .6em;"
+        "text-align:right}th{background:#eee}td:first-child{text-align:left}img{max-width:100%}"
+        "</style></head><body>",
+    ]
+    for block in blocks:
+        kind = block[0]
+        if kind == "h":
+            out.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
+        elif kind == "p":
+            out.append(f"<p>{_inline(block[1])}</p>")
+        elif kind == "table":
+            out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in block[1]) + "</tr>")
+            for row in block[2]:
+                out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
+            out.append("</table>")
+        elif kind == "img":
+            out.append(f"<p><img src='{e(block[1])}' alt='{e(block[2])}'></p>")
+        elif kind == "list":
+            out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in block[1]) + "</ul>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------- recommendation
+
+
+def verdict(c: Comparison, family_p: float | None = None) -> str:
+    """A few words: the winner, the top group, or indistinguishable.
+
+    ``family_p`` is the measure's ANOVA p-value corrected over all the
+    measures of the report; when given, it decides whether there is a
+    difference at all.
+    """
+    if c.anova is None:
+        return "not tested (fewer than 2 complete repetitions or configurations)"
+    p = c.anova.p if family_p is None or not math.isfinite(family_p) else family_p
+    if p >= ALPHA:
+        return "indistinguishable"
+    if c.winner:
+        return f"{c.winner} best (significant)"
+    if len(c.top) < len(c.summaries):
+        return "top group: " + ", ".join(c.top)
+    return "they differ, but no pair is separated"
+
+
+def recommendation(session, analysis: Analysis) -> str:
+    meta = session.meta
+    m = analysis.primary
+    c = m.comparison
+    what = f"{m.title} ({m.unit})"
+    where = (f"On {meta['device']} ({meta['model']}, rotational={meta['rotational']}, "
+             f"kernel {meta['kernel']}), workload {meta['workload']}")
+    if c.anova is None:
+        return (f"{where}: too few complete repetitions or configurations for a test "
+                f"({c.blocks} complete repetitions); iolab names no winner.")
+    best = c.summary(c.best)
+    ranked = sorted(c.summaries, key=lambda s: s.mean, reverse=c.higher_is_better)
+    runner = ranked[1] if len(ranked) > 1 else None
+    rank = (f" Friedman's rank test {'agrees' if c.rank_test.p < ALPHA else 'does not reach significance'} "
+            f"(p = {pval(c.rank_test.p)}).") if c.rank_test else ""
+    anova = f"blocked ANOVA over {c.blocks} repetitions: F({c.anova.df}) = {num(c.anova.statistic)}, p = {pval(c.anova.p)}"
+    power = c.power
+    detect = ""
+    if power is not None:
+        can = pct(power.detectable) if power.detectable is not None else "-"
+        need = power.reps_needed if power.reps_needed is not None else "-"
+        detect = (f" With {c.blocks} repetitions, differences of about {can} can be detected "
+                  f"(80% power, alpha split over {len(c.pairs)} pairs); telling a {pct(power.detect)} "
+                  f"difference apart would need about {need} repetitions per configuration.")
+    drift = ""
+    if c.drift is not None and c.drift.significant:
+        drift = (f" The values drifted by {pct(c.drift.slope_per_rep, True)} per repetition against "
+                 f"run order (p = {pval(c.drift.p)}): the machine was not steady; the shuffled, blocked "
+                 f"design keeps the drift out of the comparison but widens the intervals.")
+    cvs = [s.cv for s in c.summaries if math.isfinite(s.cv)]
+    spread = f"CV {pct(min(cvs))}-{pct(max(cvs))}" if cvs else "CV unknown"
+    if c.winner:
+        gap = (best.mean - runner.mean) / runner.mean if runner and runner.mean else math.nan
+        worst_p = max(pp.p_holm for pp in c.pairs if c.winner in (pp.a, pp.b))
+        return (f"{where}: {c.winner} is the best configuration by {what}: {num(best.mean)} "
+                f"(95% CI {num(best.ci_low)}-{num(best.ci_high)}, CV {pct(best.cv)}), "
+                f"{pct(abs(gap))} {'ahead of' if c.higher_is_better else 'below'} {runner.config}. "
+                f"The difference is significant ({anova}), and Holm-corrected paired t-tests separate "
+                f"{c.winner} from every other configuration (largest corrected p = {pval(worst_p)}), "
+                f"so iolab recommends {c.winner} for this workload on this device at 95% confidence."
+                f"{rank}{drift}")
+    if c.anova.p < ALPHA and len(c.top) < len(c.summaries):
+        others = [s.config for s in c.summaries if s.config not in c.top]
+        return (f"{where}: the configurations differ ({anova}), but no single one is best: "
+                f"{', '.join(c.top)} cannot be told apart, and together they are significantly better "
+                f"by {what} than {', '.join(others)} (Holm-corrected paired t-tests). iolab recommends "
+                f"any of {', '.join(c.top)} with 95% confidence against the others, and none over "
+                f"the rest of that group.{rank}{detect}{drift}")
+    lo, hi = min(s.mean for s in c.summaries), max(s.mean for s in c.summaries)
+    return (f"{where}: the configurations are indistinguishable by {what} ({anova}; runs vary by "
+            f"{spread}; the means lie within {pct((hi - lo) / lo if lo else math.nan)} of each other). "
+            f"iolab names no winner and does not recommend a change on this evidence.{detect}{rank}{drift}")
+
+
+# ------------------------------------------------------------------- tables
+
+
+def summary_rows(c: Comparison) -> list[list[str]]:
+    best = c.summary(c.best) if c.best else None
+    rows = []
+    for s in c.summaries:
+        if best is None or s.config == best.config:
+            vs = "best" if best is not None else "-"
+        else:
+            rel = (s.mean - best.mean) / best.mean if best.mean else math.nan
+            pair = c.pair(s.config, best.config)
+            vs = pct(rel, True)
+            if pair is not None:
+                vs += f" (p {pval(pair.p_holm)}{' *' if pair.significant else ''})"
+        rows.append([s.config, str(s.n), num(s.mean), num(s.sd), pct(s.cv),
+                     f"{num(s.ci_low)}-{num(s.ci_high)}", vs])
+    return rows
+
+
+def per_run_rows(m: Measure, configs: list[str]) -> list[list[str]]:
+    """Seed 004's table: one row per repetition, one column per configuration, then mean and sigma."""
+    wide = m.data.pivot_table(index="rep", columns="config", values="value", aggfunc="mean")
+    rows = []
+    for rep, row in wide.iterrows():
+        rows.append([f"rep {int(rep) + 1}"] + [num(row.get(c, math.nan)) for c in configs])
+    sums = {s.config: s for s in m.comparison.summaries}
+    for label, attr in (("mean", "mean"), ("σ", "sd")):
+        rows.append([label] + [num(getattr(sums[c], attr)) if c in sums else "-" for c in configs])
+    rows.append(["CV"] + [pct(sums[c].cv) if c in sums else "-" for c in configs])
+    return rows
+
+
+def test_lines(c: Comparison) -> list[str]:
+    lines = []
+    if c.anova:
+        lines.append(f"{c.anova.name}: F({c.anova.df}) = {num(c.anova.statistic)}, p = {pval(c.anova.p)}")
+    if c.rank_test:
+        lines.append(f"{c.rank_test.name}: statistic {num(c.rank_test.statistic)}, p = {pval(c.rank_test.p)}")
+    if c.power:
+        lines.append(
+            f"power: spread of a paired difference {num(c.power.sd_diff)}; detectable now "
+            f"{pct(c.power.detectable)}; repetitions needed for {pct(c.power.detect)}: "
+            f"{c.power.reps_needed if c.power.reps_needed is not None else '-'}")
+    if c.drift:
+        lines.append(
+            f"drift against run order: {pct(c.drift.slope_per_rep, True)} per repetition, "
+            f"p = {pval(c.drift.p)}{' (significant)' if c.drift.significant else ''}; "
+            f"repetition means " + " → ".join(num(v) for v in c.drift.rep_means))
+    if c.dropped_blocks:
+        lines.append(f"{c.dropped_blocks} incomplete repetition(s) left out of the tests")
+    return lines
+
+
+def pair_rows(c: Comparison) -> list[list[str]]:
+    return [[f"{pp.a} − {pp.b}", num(pp.diff), pct(pp.rel, True), pval(pp.p), pval(pp.p_holm),
+             "yes" if pp.significant else "no"] for pp in c.pairs]
+
+
+def iozone_blocks(session, analysis: Analysis) -> list:
+    """Seed 003's matrix per configuration (KiB/s, as iozone prints) and the significant cells."""
+    variants = [v for v in session.variants if "reclen" in v.params]
+    if not variants:
+        return []
+    by = {(m.key, m.variant): m for m in analysis.measures}
+    tests = [t for t, d in IOZONE_TESTS if any((f"{t}.{d}.bw", v.label) in by for v in variants)]
+    headers = ["KiB", "reclen"] + tests
+    region = session.meta.get("region_bytes") or int(session.runs[0].facts.get("size_bytes", 0))
+    blocks = [h(2, "iozone matrix (mean KiB/s over repetitions, direct I/O)")]
+    for config in analysis.configs:
+        rows = []
+        for v in variants:
+            row = [str(int(region) // 1024), v.params["reclen"]]
+            for t, d in IOZONE_TESTS:
+                if t not in tests:
+                    continue
+                m = by.get((f"{t}.{d}.bw", v.label))
+                mean = m.comparison.summary(config).mean if m and config in {s.config for s in m.comparison.summaries} else math.nan
+                row.append("-" if not math.isfinite(mean) else f"{mean * 1e6 / 1024:.0f}")
+            rows.append(row)
+        blocks += [p(f"**{config}**"), table(headers, rows)]
+    rows = []
+    for v in variants:
+        row = [v.params["reclen"]]
+        for t, d in IOZONE_TESTS:
+            if t in tests:
+                m = by.get((f"{t}.{d}.bw", v.label))
+                row.append("-" if m is None else _cell(m))
+        rows.append(row)
+    blocks += [p("Best configuration per cell: a name when it beats every other significantly, "
+                 "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
+                 "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells)."),
+               table(["reclen"] + tests, rows)]
+    return blocks
+
+
+def _cell(m: Measure) -> str:
+    text = verdict(m.comparison, m.family_p)
+    if text.endswith("(significant)"):
+        return m.comparison.winner
+    if text.startswith("top group"):
+        return "/".join(m.comparison.top)
+    return "≈" if text == "indistinguishable" or text.startswith("not tested") else "≠"
+
+
+def settings_rows(session) -> tuple[list[str], list[list[str]]]:
+    """The settings each configuration ran with, as read back from sysfs (first run of each)."""
+    first = {}
+    for r in session.runs:
+        first.setdefault(r.config, r.settings)
+    keys = ["scheduler", "nr_requests", "wbt_lat_usec", "rotational", "read_ahead_kb"]
+    extra = sorted({k for s in first.values() for k in s if k.startswith("iosched.")})
+    headers = ["configuration"] + keys + ["tunables (iosched)"]
+    rows = []
+    for config, s in first.items():
+        tun = " ".join(f"{k[len('iosched.'):]}={s[k]}" for k in extra if k in s)
+        rows.append([config] + [s.get(k, "-") for k in keys] + [tun or "-"])
+    return headers, rows
+
+
+# -------------------------------------------------------------------- plots
+
+
+def plot_points(m: Measure, configs: list[str], path: Path) -> None:
+    fig = Figure(figsize=(max(5.0, 1.1 * len(configs) + 2.5), 4.2), layout="constrained")
+    ax = fig.subplots()
+    reps = sorted(m.data["rep"].unique())
+    colors = {r: f"C{i % 10}" for i, r in enumerate(reps)}
+    for i, config in enumerate(configs):
+        rows = m.data[m.data["config"] == config]
+        if not len(rows):
+            continue
+        offsets = np.linspace(-0.18, 0.18, len(rows)) if len(rows) > 1 else np.zeros(1)
+        ax.scatter(i + offsets, rows["value"], s=16, c=[colors[r] for r in rows["rep"]], alpha=0.8, zorder=2)
+        s = m.comparison.summary(config)
+        if math.isfinite(s.ci_low):
+            ax.errorbar(i + 0.3, s.mean, yerr=[[s.mean - s.ci_low], [s.ci_high - s.mean]],
+                        fmt="D", color="black", capsize=5, zorder=3)
+    ax.set_xticks(range(len(configs)), configs, rotation=20, ha="right")
+    ax.set_ylabel(m.unit)
+    ax.set_title(f"{m.title}: runs (colour = repetition), mean and 95% CI")
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None:
+    fig = Figure(figsize=(8.0, 4.6), layout="constrained")
+    ax = fig.subplots()
+    for i, config in enumerate(configs):
+        rows = m.data[m.data["config"] == config]
+        ax.plot(rows["order"], rows["value"], "o", ms=4, color=f"C{i % 10}", label=config)
+    top = int(m.data["order"].max()) if len(m.data) else 0
+    for boundary in range(per_rep, top + 1, per_rep):
+        ax.axvline(boundary - 0.5, color="grey", lw=0.6, alpha=0.5)
+    ax.set_xlabel("run order (grey lines: repetitions)")
+    ax.set_ylabel(m.unit)
+    ax.set_title(f"{m.title} against run order")
+    fig.legend(fontsize="small", loc="outside lower center", ncols=min(3, max(1, len(configs))))
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def _save(fig: Figure, path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # layout engines warn on cramped axes
+        fig.savefig(path, dpi=96)
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def _clean(value):
+    """NaN and infinities become null in JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def runs_table(session) -> pd.DataFrame:
+    rows = []
+    for r in session.runs:
+        row = {"run": r.run, "rep": r.rep + 1, "slot": r.slot, "config": r.config, "variant": r.variant,
+               "started": r.started, "seconds": r.seconds}
+        row.update(r.facts)
+        row.update({f"set.{k}": v for k, v in sorted(r.settings.items())})
+        row.update(sorted(r.metrics.items()))
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    fixed = [c for c in frame.columns if "." not in c]
+    settings = sorted(c for c in frame.columns if c.startswith("set."))
+    metrics = sorted(c for c in frame.columns if "." in c and not c.startswith("set."))
+    return frame[fixed + settings + metrics]
+
+
+def analysis_json(analysis: Analysis) -> dict:
+    def one(m: Measure) -> dict:
+        return {"key": m.key, "variant": m.variant, "title": m.title, "unit": m.unit,
+                "comparison": asdict(m.comparison)}
+
+    return {"primary": one(analysis.primary), "measures": [one(m) for m in analysis.measures]}
+
+
+def write_data(session, outdir: Path, analysis: Analysis | None = None) -> None:
+    outdir.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "meta": session.meta,
+        "interrupted": session.interrupted,
+        "restored": session.restored,
+        "restore_problems": session.restore_problems,
+        "runs": [asdict(r) for r in session.runs],
+        "analysis": analysis_json(analysis) if analysis else None,
+    }
+    (outdir / "runs.json").write_text(json.dumps(_clean(doc), indent=1))
+    runs_table(session).to_csv(outdir / "runs.csv", index=False)
+
+
+def build(session, analysis: Analysis) -> list:
+    meta = session.meta
+    m = analysis.primary
+    c = m.comparison
+    configs = analysis.configs
+    blocks = [h(1, f"iolab bench: {meta['workload']} on {meta['device']}")]
+    if session.interrupted:
+        blocks.append(p(f"**Interrupted** ({session.interrupted}) after {len(session.runs)} runs; "
+                        f"the tables use the complete repetitions only."))
+    blocks += [h(2, "Recommendation"), p(recommendation(session, analysis))]
+    setup = [
+        f"device: {meta['device']} — {meta['model']}; rotational {meta['rotational']}",
+        f"kernel {meta['kernel']} ({meta['kernel_version']}); {meta['fio']}; {meta['cpus']} CPUs on {meta['host']}",
+        f"workload {meta['workload']}: {meta['workload_summary']} — mirrors {meta['mirrors']}",
+        f"job file {meta['job_file']}; parameters "
+        + (", ".join(f"{k}={v}" for k, v in meta["params"].items()) or "none"),
+        f"{meta['reps']} repetitions × {len(configs)} configurations × {len(meta['variants'])} variants, "
+        f"each repetition in a freshly shuffled order (seed {meta['seed']}); runtime {meta['runtime_s']} s, "
+        f"ramp {meta['ramp_s']} s; {meta['drop_caches']}",
+        f"preconditioned: {'yes' if meta.get('preconditioned') else 'no'}"
+        + (f"; sandbox {meta['sandbox']['size_bytes'] // 2**20} MiB on {meta['sandbox']['backing_device']}"
+           if "sandbox" in meta else ""),
+        f"load average at start {meta['loadavg_start']}, at end {meta.get('loadavg_end', '-')}",
+    ]
+    blocks += [h(2, "Setup"), items(setup)]
+    blocks += [h(2, f"Primary measure: {m.title} ({m.unit})"),
+               table(["configuration", "n", "mean", "σ", "CV", "95% CI", "vs best (Holm p)"],
+                     summary_rows(c)),
+               items(test_lines(c))]
+    if c.pairs:
+        blocks += [h(3, "Pairwise comparisons (paired t-tests, Holm-corrected)"),
+                   table(["pair", "difference", "relative", "p", "p (Holm)", "significant"], pair_rows(c))]
+    blocks += [h(3, "Every run (as seed 004: one row per repetition, then mean and σ)"),
+               table(["repetition"] + configs, per_run_rows(m, configs)),
+               img("primary.png", "runs, means and 95% intervals"),
+               img("drift.png", "values against run order")]
+    others = [x for x in analysis.measures if x is not m]
+    if others:
+        rows = []
+        for x in others:
+            xc = x.comparison
+            means = {s.config: s for s in xc.summaries}
+            rows.append([x.title, x.unit, verdict(xc, x.family_p), pval(xc.anova.p) if xc.anova else "-",
+                         pval(x.family_p), pval(xc.rank_test.p) if xc.rank_test else "-"]
+                        + [f"{num(means[cf].mean)} ± {num(means[cf].sd)}" if cf in means else "-"
+                           for cf in configs])
+        blocks += [h(2, "All measures (mean ± σ)"),
+                   p(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
+                     f"over these {len(others)} measures, since among many tests at 5% some come out "
+                     f"significant by chance."),
+                   table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs,
+                         rows)]
+    blocks += iozone_blocks(session, analysis)
+    headers, rows = settings_rows(session)
+    blocks += [h(2, "Settings as read back from sysfs (first run of each configuration)"),
+               table(headers, rows)]
+    defaults = meta.get("scheduler_defaults", {})
+    if defaults:
+        blocks += [h(3, "Scheduler defaults on this kernel (right after switching)"),
+                   items([f"{name}: " + " ".join(f"{k}={v}" for k, v in d.items())
+                          for name, d in defaults.items()])]
+    restore = session.restored + [f"NOT restored: {x}" for x in session.restore_problems]
+    blocks += [h(2, "Restore"), items(restore or ["nothing to restore"])]
+    return blocks
+
+
+def write(session, analysis: Analysis, outdir: Path) -> Path:
+    """Writes every output; returns the Markdown report's path."""
+    write_data(session, outdir, analysis)
+    m = analysis.primary
+    plot_points(m, analysis.configs, outdir / "primary.png")
+    plot_drift(m, analysis.configs, session.runs_per_rep, outdir / "drift.png")
+    blocks = build(session, analysis)
+    title = f"iolab bench: {session.meta['workload']} on {session.meta['device']}"
+    (outdir / "report.md").write_text(to_markdown(blocks))
+    (outdir / "report.html").write_text(to_html(blocks, title))
+    return outdir / "report.md"

@@ -1,0 +1,123 @@
+"""Safety refusals: writes on devices in use or holding data, root, no scheduler choice, foreign targets."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+from iolab.bench import safety, sandbox, sysfs, workloads
+from iolab.cli.errors import UserError
+
+from .conftest import MiB
+
+
+def write_mbr(device: str) -> None:
+    """A one-partition DOS partition table (type 0x83) at the start of ``device``."""
+    entry = bytes([0x00, 0, 0, 0, 0x83, 0, 0, 0]) + (2048).to_bytes(4, "little") + (8192).to_bytes(4, "little")
+    with open(device, "r+b") as f:
+        f.seek(446)
+        f.write(entry)
+        f.seek(510)
+        f.write(b"\x55\xaa")
+        f.flush()
+
+
+def digest(device: str) -> str:
+    with open(device, "rb") as f:
+        return hashlib.sha256(f.read(4 * MiB)).hexdigest()
+
+
+def iolab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "iolab", "bench", *args], capture_output=True, text=True)
+
+
+def test_blank_device_may_be_written(loops):
+    dev = sysfs.resolve(loops.make())
+    occ = safety.check_writes(dev, "oltp", destroy_data=False)
+    assert occ.in_use() == [] and occ.holds_data() == []
+
+
+def test_file_system_is_refused_without_destroy_data(loops):
+    device = loops.make()
+    sandbox.make_fs(device)
+    dev = sysfs.resolve(device)
+    with pytest.raises(UserError, match=r"holds ext4 \(filesystem\).*--destroy-data"):
+        safety.check_writes(dev, "oltp", destroy_data=False)
+    safety.check_writes(dev, "oltp", destroy_data=True)
+
+
+def test_partition_table_is_refused_without_destroy_data(loops):
+    device = loops.make()
+    write_mbr(device)
+    dev = sysfs.resolve(device)
+    with pytest.raises(UserError, match="dos partition table"):
+        safety.check_writes(dev, "iozone", destroy_data=False)
+    safety.check_writes(dev, "iozone", destroy_data=True)
+
+
+def test_mounted_device_is_refused_even_with_destroy_data(loops, tmp_path):
+    device = loops.make()
+    mnt = tmp_path / "mnt"
+    loops.mount_fs(device, mnt)
+    dev = sysfs.resolve(device)
+    with pytest.raises(UserError, match=f"mounted on {mnt}.*even with --destroy-data"):
+        safety.check_writes(dev, "copy", destroy_data=True)
+
+
+def test_cli_refuses_in_one_line_and_leaves_the_device_alone(loops):
+    device = loops.make()
+    sandbox.make_fs(device)
+    before = digest(device)
+    dev = sysfs.resolve(device)
+    scheduler = sysfs.schedulers(dev)[1]
+    proc = iolab("--device", device, "--workload", "oltp", "--reps", "1", "--runtime", "0.2", "--no-progress")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "refusing to run oltp" in proc.stderr and "--destroy-data" in proc.stderr
+    assert digest(device) == before and sysfs.schedulers(dev)[1] == scheduler
+
+
+def test_read_only_workload_runs_on_a_mounted_device(loops, tmp_path):
+    device = loops.make()
+    mnt = tmp_path / "mnt"
+    loops.mount_fs(device, mnt)
+    dev = sysfs.resolve(device)
+    original = sysfs.snapshot(dev)
+    proc = iolab("--device", device, "--workload", "hdparm-direct", "--schedulers", "none,mq-deadline",
+                 "--reps", "1", "--runtime", "0.2", "--ramp", "0", "--no-progress", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert sysfs.snapshot(dev) == original
+    assert sandbox.mounted_device(mnt) == device  # still mounted, untouched
+
+
+def test_root_is_required(monkeypatch):
+    monkeypatch.setattr(safety.os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError, match="needs root"):
+        safety.require_root()
+
+
+def test_device_without_scheduler_choice_is_refused(loops, monkeypatch):
+    dev = sysfs.resolve(loops.make())
+    monkeypatch.setattr(sysfs, "schedulers", lambda d: (["none"], "none"))
+    with pytest.raises(UserError, match="offers no choice of I/O scheduler"):
+        safety.require_scheduler_choice(dev)
+
+
+def test_a_job_file_may_only_name_the_users_target(tmp_path):
+    job = tmp_path / "mine.fio"
+    job.write_text("[x]\nfilename=/dev/vda\nrw=randwrite\n")
+    with pytest.raises(UserError, match="never touches a device you did not name"):
+        workloads.custom(str(job))
+    job.write_text("[x]\nrw=read\n")
+    with pytest.raises(UserError, match="must say filename"):
+        workloads.custom(str(job))
+    job.write_text("include other.fio\n[x]\nfilename=${IOLAB_DEV}\n")
+    with pytest.raises(UserError, match="include"):
+        workloads.custom(str(job))
+    job.write_text("[global]\nfilename=${IOLAB_DEV}\n[x]\nrw=randrw ; mixed\n")
+    assert workloads.custom(str(job)).writes
+    job.write_text("[x]\nfilename=${IOLAB_DEV}\nrw=randread\n")
+    assert not workloads.custom(str(job)).writes
