@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -58,7 +58,6 @@ class Outcome:
 
     document: dict[str, Any]
     interrupted: bool = False
-    errors: list[str] = field(default_factory=list)
 
 
 def run_experiment(
@@ -88,7 +87,7 @@ def run_experiments(
     """
     jobs = [(k, sched, seed) for k, exp in enumerate(exps) for sched, seed in exp.jobs()]
     if not jobs:
-        return [Outcome(document=_document(exp, [], False)) for exp in exps]
+        return [Outcome(document=document(exp, [], False)) for exp in exps]
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     controls = [_iolab.RunControl() for _ in jobs]
     results: dict[int, dict] = {}
@@ -132,7 +131,7 @@ def run_experiments(
     outcomes = []
     for k, exp in enumerate(exps):
         runs = [results[i] for i in sorted(results) if jobs[i][0] == k]
-        outcomes.append(Outcome(document=_document(exp, runs, interrupted), interrupted=interrupted))
+        outcomes.append(Outcome(document=document(exp, runs, interrupted), interrupted=interrupted))
     return outcomes
 
 
@@ -151,7 +150,8 @@ def _sigint_sets(stop: threading.Event):
         signal.signal(signal.SIGINT, previous)
 
 
-def _document(exp: "_iolab.Experiment", runs: list[dict], interrupted: bool) -> dict[str, Any]:
+def document(exp: "_iolab.Experiment", runs: list[dict], interrupted: bool) -> dict[str, Any]:
+    """The result document of `exp` holding `runs` (in spec order)."""
     return {
         "iolab_version": _iolab.__version__,
         "rng": _iolab.RNG_ALGORITHM,

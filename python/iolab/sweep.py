@@ -20,6 +20,7 @@ import pandas as pd
 
 from iolab import _iolab, report
 from iolab.cli.errors import UserError
+from iolab.simulate import document
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,4 @@ def _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, address, on_progres
         client.close()
         if cluster is not None:
             cluster.close()
-    docs = []
-    for k, exp in enumerate(exps):
-        runs = [results[(k, s, seed)] for s, seed in exp.jobs()]
-        docs.append({"iolab_version": _iolab.__version__, "rng": _iolab.RNG_ALGORITHM,
-                     "spec": json.loads(exp.spec_json()), "seeds": sorted({s for _, s in exp.jobs()}),
-                     "interrupted": False, "runs": runs})
-    return docs
+    return [document(exp, [results[(k, s, seed)] for s, seed in exp.jobs()], False) for k, exp in enumerate(exps)]
