@@ -33,6 +33,7 @@
 mod baseline;
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod clock;
 mod error;
 pub mod format;
 mod queue;
@@ -41,9 +42,10 @@ pub mod sim;
 mod storage;
 
 pub use baseline::FilePerMessageQueue;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use format::QueueKind;
-pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats};
+pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
 pub use scan::{CheckReport, Problem, ProblemKind, RepairReport, TornTail};
 pub use storage::{read_full, DirStorage, Storage, StorageFile};
 

@@ -21,6 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
@@ -60,6 +61,12 @@ pub struct Config {
     pub max_attempts: u32,
     /// Free segments kept ready by a background thread (default 1).
     pub spare_segments: usize,
+    /// Visibility timeout: a message delivered by a dequeue and neither
+    /// acknowledged nor given back within this time is delivered again,
+    /// and the timeout counts as a failed attempt (default `None`: a
+    /// delivered message stays in flight until ack, nack or the next
+    /// open). [`FastQueue::dequeue_batch_with_visibility`] sets it per call.
+    pub visibility_timeout: Option<Duration>,
 }
 
 impl Default for Config {
@@ -72,6 +79,7 @@ impl Default for Config {
             prefetch_bytes: 1 << 20,
             max_attempts: 5,
             spare_segments: 1,
+            visibility_timeout: None,
         }
     }
 }
@@ -103,6 +111,15 @@ impl Config {
         if self.max_attempts == 0 {
             return Err(Error::invalid("max_attempts", "must be at least 1"));
         }
+        if self.spare_segments > MAX_SPARE_SEGMENTS {
+            return Err(Error::invalid(
+                "spare_segments",
+                format!("{} is more than the limit of {MAX_SPARE_SEGMENTS}", self.spare_segments),
+            ));
+        }
+        if let Some(v) = self.visibility_timeout {
+            check_visibility(v)?;
+        }
         Ok(())
     }
 
@@ -112,6 +129,23 @@ impl Config {
     }
 }
 
+/// Most spare segments a queue keeps ready (each is a full segment file on
+/// disk; [`FastQueue::open`] also checks that they fit on the file system).
+pub const MAX_SPARE_SEGMENTS: usize = 1024;
+
+/// Longest visibility timeout accepted (a week).
+pub const MAX_VISIBILITY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+fn check_visibility(v: Duration) -> Result<()> {
+    if v.is_zero() || v > MAX_VISIBILITY {
+        return Err(Error::invalid(
+            "visibility_timeout",
+            format!("{v:?} is not between 1 ns and {} s", MAX_VISIBILITY.as_secs()),
+        ));
+    }
+    Ok(())
+}
+
 /// A message handed to a consumer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message {
@@ -119,7 +153,7 @@ pub struct Message {
     pub id: u64,
     /// The bytes enqueued.
     pub payload: Vec<u8>,
-    /// Failed deliveries so far (`nack` calls).
+    /// Failed deliveries so far (`nack` calls and visibility timeouts).
     pub attempts: u32,
     /// The logical queue it came from.
     pub kind: QueueKind,
@@ -156,6 +190,8 @@ pub struct Stats {
     pub dead: u64,
     /// Delivered, not yet acknowledged.
     pub in_flight: u64,
+    /// Deliveries whose visibility timeout ran out since open.
+    pub expired: u64,
     /// Segment files in use and free.
     pub segments: usize,
     /// Free segment files ready for reuse.
@@ -191,10 +227,17 @@ struct Min {
     offset: u64,
     payload_len: u32,
     kind: QueueKind,
+    /// Failed attempts: the stored count, plus visibility timeouts since
+    /// open (made durable by the next copy of the record).
     attempts: u32,
     enqueued_ns: u64,
     not_before_ns: u64,
     state: MinState,
+    /// Handed to a consumer since open (or since its last `nack`): only
+    /// such a message may be acknowledged or given back.
+    delivered: bool,
+    /// Visibility deadline of the current delivery (clock ns; 0: none).
+    lease_ns: u64,
 }
 
 struct Segment {
@@ -254,6 +297,10 @@ struct State {
     main: VecDeque<u64>,
     retry: BTreeSet<(u64, u64)>,
     dead: VecDeque<u64>,
+    /// Deliveries whose visibility timeout ran out: delivered again first.
+    redeliver: VecDeque<u64>,
+    /// Visibility deadlines of deliveries: (deadline ns, id).
+    leases: BTreeSet<(u64, u64)>,
     in_flight: u64,
     stats: Stats,
 }
@@ -268,6 +315,10 @@ struct Inner {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     cfg: Config,
+    clock: Arc<dyn Clock>,
+    /// The process that opened the queue: its threads do not exist in a
+    /// `fork()` child, which must open the queue itself.
+    owner_pid: u32,
     state: Mutex<State>,
     /// The flusher waits here for work.
     work_cv: Condvar,
@@ -306,6 +357,10 @@ impl FastQueue {
     /// Opens (or creates) the queue in directory `dir`.
     pub fn open(dir: impl AsRef<Path>, cfg: Config) -> Result<FastQueue> {
         let dir = dir.as_ref();
+        if dir.as_os_str().is_empty() {
+            return Err(Error::invalid("path", "the queue directory is an empty path"));
+        }
+        cfg.validate()?;
         let storage = DirStorage::new(dir).map_err(|e| Error::io(dir, "create", e))?;
         FastQueue::open_with(Arc::new(storage), cfg)
     }
@@ -313,6 +368,12 @@ impl FastQueue {
     /// Opens (or creates) the queue in `storage`: takes the lock, scans
     /// every segment, drops a torn tail, rebuilds the index.
     pub fn open_with(storage: Arc<dyn Storage>, cfg: Config) -> Result<FastQueue> {
+        FastQueue::open_with_clock(storage, cfg, Arc::new(SystemClock))
+    }
+
+    /// [`FastQueue::open_with`] with another clock (enqueue times, retry
+    /// delays and visibility deadlines), for tests that move time by hand.
+    pub fn open_with_clock(storage: Arc<dyn Storage>, cfg: Config, clock: Arc<dyn Clock>) -> Result<FastQueue> {
         let started = Instant::now();
         cfg.validate()?;
         let dir = storage.path("");
@@ -362,6 +423,8 @@ impl FastQueue {
                 enqueued_ns: h.enqueued_ns,
                 not_before_ns: h.not_before_ns,
                 state: MinState::Ready,
+                delivered: false,
+                lease_ns: 0,
             };
             st.segments.get_mut(&seq).unwrap().live += 1;
             if let Some(old) = st.index.insert(h.id, min.clone()) {
@@ -382,6 +445,8 @@ impl FastQueue {
         let inner = Arc::new(Inner {
             dir: dir.clone(),
             cfg,
+            clock,
+            owner_pid: std::process::id(),
             state: Mutex::new(State::default()),
             work_cv: Condvar::new(),
             done_cv: [Condvar::new(), Condvar::new()],
@@ -430,6 +495,13 @@ impl FastQueue {
             superseded: superseded.len() as u64,
             duration: Duration::ZERO,
         };
+        if inner.cfg.spare_segments > 1 {
+            // Asked-for spares must fit on the disk. (One, the default, is
+            // only a wish: a consumer must still be able to open a queue
+            // on a full file system to drain it.)
+            let spares = inner.cfg.spare_segments.saturating_sub(st.free.len()) as u64;
+            inner.check_space("spare_segments", spares)?;
+        }
         *inner.state.lock().unwrap() = st;
         inner.retire(retire)?;
         inner.state.lock().unwrap().stats.open.duration = started.elapsed();
@@ -458,15 +530,16 @@ impl FastQueue {
     /// *acknowledged*: it is delivered at least once, even after a crash.
     /// An `Err` means it may or may not have been stored.
     pub fn enqueue(&self, payload: &[u8]) -> Result<u64> {
+        self.inner.owner()?;
         if payload.len() > self.inner.cfg.max_payload() {
             return Err(Error::TooLarge { len: payload.len(), max: self.inner.cfg.max_payload() });
         }
         let crc = crc32c::crc32c(payload);
+        let now = self.inner.clock.now_ns();
         let mut st = self.inner.usable()?;
         let id = st.next_id;
         st.next_id += 1;
-        let ticket =
-            self.inner.append(&mut st, id, payload, crc, QueueKind::Main, 0, now_ns(), 0);
+        let ticket = self.inner.append(&mut st, id, payload, crc, QueueKind::Main, 0, now, 0);
         self.inner.wait_round(st, ticket)?;
         Ok(id)
     }
@@ -475,6 +548,7 @@ impl FastQueue {
     /// acknowledged before is durable; with [`Durability::Os`] it also
     /// syncs every segment.
     pub fn flush(&self) -> Result<()> {
+        self.inner.owner()?;
         let mut st = self.inner.usable()?;
         st.flush_now = true;
         st.sync_all = true;
@@ -483,41 +557,101 @@ impl FastQueue {
         self.inner.wait_round(st, ticket)
     }
 
-    /// Takes the next message, or `None` if there is none. Due retries
-    /// come first, then the main queue in arrival order. The message stays
-    /// in the queue, in flight, until [`FastQueue::ack`] or
-    /// [`FastQueue::nack`]; after a restart it is delivered again.
+    /// Takes the next message, or `None` if there is none. Deliveries whose
+    /// visibility timeout ran out come first, then due retries, then the
+    /// main queue in arrival order. The message stays in the queue, in
+    /// flight, until [`FastQueue::ack`] or [`FastQueue::nack`], until its
+    /// visibility timeout (if the configuration sets one) runs out, or
+    /// until the next open.
     pub fn dequeue(&self) -> Result<Option<Message>> {
         Ok(self.dequeue_batch(1, None)?.pop())
     }
 
     /// Takes up to `max` messages; with `wait`, waits up to that long for
-    /// the first one.
+    /// the first one. The configuration's visibility timeout applies.
     pub fn dequeue_batch(&self, max: usize, wait: Option<Duration>) -> Result<Vec<Message>> {
-        self.take(max, wait, false)
+        self.take(max, wait, false, self.inner.cfg.visibility_timeout)
     }
 
-    /// Takes up to `max` messages from the dead-letter queue.
+    /// [`FastQueue::dequeue_batch`] with a visibility timeout for these
+    /// deliveries (`None`: none, whatever the configuration says). A
+    /// message neither acknowledged nor given back within `visibility` is
+    /// delivered again (to any consumer) and the timeout counts as a
+    /// failed attempt: after `max_attempts` it goes to the dead-letter
+    /// queue. A late [`FastQueue::ack`] is still accepted while the message
+    /// is not acknowledged. See [`FastQueue::extend_visibility`].
+    pub fn dequeue_batch_with_visibility(
+        &self,
+        max: usize,
+        wait: Option<Duration>,
+        visibility: Option<Duration>,
+    ) -> Result<Vec<Message>> {
+        if let Some(v) = visibility {
+            check_visibility(v)?;
+        }
+        self.take(max, wait, false, visibility)
+    }
+
+    /// Takes up to `max` messages from the dead-letter queue (the
+    /// configuration's visibility timeout applies; an expired delivery goes
+    /// back to the dead-letter queue, not to the main one).
     pub fn dequeue_dead(&self, max: usize) -> Result<Vec<Message>> {
-        self.take(max, None, true)
+        self.take(max, None, true, self.inner.cfg.visibility_timeout)
     }
 
-    fn take(&self, max: usize, wait: Option<Duration>, dead: bool) -> Result<Vec<Message>> {
+    /// Gives the delivery of `id` `by` more time from now: its visibility
+    /// deadline becomes now + `by` (a consumer still working on a message
+    /// calls this before the deadline). Fails unless the message is in
+    /// flight.
+    pub fn extend_visibility(&self, id: u64, by: Duration) -> Result<()> {
+        self.inner.owner()?;
+        check_visibility(by)?;
+        let now = self.inner.clock.now_ns();
+        let mut st = self.inner.usable()?;
+        let st = &mut *st;
+        let min = match st.index.get_mut(&id) {
+            None => return Err(Error::UnknownId { id }),
+            // A deadline already past ended the delivery (the expiry
+            // itself is applied by the next dequeue).
+            Some(m) if m.state != MinState::InFlight || (m.lease_ns != 0 && m.lease_ns <= now) => {
+                return Err(Error::NotInFlight { id })
+            }
+            Some(m) => m,
+        };
+        st.leases.remove(&(min.lease_ns, id));
+        min.lease_ns = now.saturating_add(by.as_nanos() as u64);
+        st.leases.insert((min.lease_ns, id));
+        Ok(())
+    }
+
+    fn take(&self, max: usize, wait: Option<Duration>, dead: bool, visibility: Option<Duration>) -> Result<Vec<Message>> {
+        self.inner.owner()?;
+        let clock = &self.inner.clock;
         let deadline = wait.map(|w| Instant::now() + w);
         let mut st = self.inner.usable()?;
         let popped = loop {
-            let popped = pop(&mut st, max, dead);
+            let now = clock.now_ns();
+            let dying = expire(&mut st, now, self.inner.cfg.max_attempts);
+            if !dying.is_empty() {
+                drop(st);
+                self.inner.dead_letter(dying)?;
+                st = self.inner.usable()?;
+                continue;
+            }
+            let popped = pop(&mut st, max, dead, now, visibility);
             if !popped.is_empty() {
                 break popped;
             }
             let Some(deadline) = deadline else { return Ok(Vec::new()) };
-            let now = Instant::now();
-            if now >= deadline {
+            let wall = Instant::now();
+            if wall >= deadline {
                 return Ok(Vec::new());
             }
-            let mut nap = deadline - now;
-            if let Some(&(due, _)) = st.retry.first() {
-                nap = nap.min(Duration::from_nanos(due.saturating_sub(now_ns())).max(Duration::from_micros(100)));
+            // Sleep until the deadline, the next retry or the next expiry.
+            let mut nap = deadline - wall;
+            let next = [st.retry.first(), st.leases.first()].into_iter().flatten().map(|&(due, _)| due).min();
+            if let Some(due) = next {
+                nap = nap.min(Duration::from_nanos(due.saturating_sub(now)).max(Duration::from_micros(100)));
             }
             st = self.inner.ready_cv.wait_timeout(st, nap).unwrap().0;
             if st.failed.is_some() || st.closed {
@@ -530,12 +664,22 @@ impl FastQueue {
 
     /// Acknowledges a delivered message: sets its delete flag (a 1-byte
     /// write, synced with others) and returns when that is durable.
+    ///
+    /// `ack` and [`FastQueue::nack`] accept the same ids: a message handed
+    /// out by a dequeue since the queue was opened and not yet
+    /// acknowledged nor given back (in flight, or back in the queue after
+    /// its visibility timeout ran out: a late acknowledgement still
+    /// counts). A message never dequeued is refused
+    /// ([`Error::NotDelivered`]), an unknown or already acknowledged id too
+    /// ([`Error::UnknownId`]); nothing is changed then.
     pub fn ack(&self, id: u64) -> Result<()> {
         self.ack_many(&[id])
     }
 
-    /// Acknowledges several messages with one wait.
+    /// Acknowledges several messages with one wait; if one id is refused,
+    /// none is acknowledged.
     pub fn ack_many(&self, ids: &[u64]) -> Result<()> {
+        self.inner.owner()?;
         let mut st = self.inner.usable()?;
         for id in ids {
             match st.index.get(id) {
@@ -543,6 +687,7 @@ impl FastQueue {
                 Some(m) if m.state == MinState::Moving => {
                     return Err(Error::invalid("id", format!("message {id} is being moved by nack")))
                 }
+                Some(m) if !m.delivered => return Err(Error::NotDelivered { id: *id }),
                 Some(_) => {}
             }
         }
@@ -552,6 +697,7 @@ impl FastQueue {
             if min.state == MinState::InFlight {
                 st.in_flight -= 1;
             }
+            st.leases.remove(&(min.lease_ns, *id));
             st.flags.push((min.seq, min.offset));
             st.stats.acked += 1;
         }
@@ -566,18 +712,28 @@ impl FastQueue {
     /// Gives a delivered message back: it is copied to the retry queue,
     /// due after `delay`, with its attempt count increased, or to the
     /// dead-letter queue once it reaches `max_attempts`. Returns the queue
-    /// it went to, once the copy is durable.
+    /// it went to, once the copy is durable. Accepts the same ids as
+    /// [`FastQueue::ack`].
     pub fn nack(&self, id: u64, delay: Duration) -> Result<QueueKind> {
+        self.inner.owner()?;
         let mut st = self.inner.usable()?;
-        let min = match st.index.get_mut(&id) {
-            Some(m) if m.state == MinState::InFlight => {
+        let st_ref = &mut *st;
+        let min = match st_ref.index.get_mut(&id) {
+            None => return Err(Error::UnknownId { id }),
+            Some(m) if m.state == MinState::Moving => {
+                return Err(Error::invalid("id", format!("message {id} is being moved by nack")))
+            }
+            Some(m) if !m.delivered => return Err(Error::NotDelivered { id }),
+            Some(m) => {
+                if m.state == MinState::Ready {
+                    // Back in the queue after its visibility timeout.
+                    st_ref.in_flight += 1;
+                }
+                st_ref.leases.remove(&(m.lease_ns, id));
                 m.state = MinState::Moving;
+                m.lease_ns = 0;
                 m.clone()
             }
-            Some(_) => {
-                return Err(Error::invalid("id", format!("message {id} is not delivered (in flight)")))
-            }
-            None => return Err(Error::UnknownId { id }),
         };
         let (file, name, end) = {
             let seg = &st.segments[&min.seq];
@@ -604,7 +760,7 @@ impl FastQueue {
         } else {
             QueueKind::Retry
         };
-        let due = now_ns().saturating_add(delay.as_nanos() as u64);
+        let due = self.inner.clock.now_ns().saturating_add(delay.as_nanos() as u64);
         let crc = crc32c::crc32c(&msg.payload);
         let ticket =
             self.inner.append(&mut st, id, &msg.payload, crc, kind, attempts, min.enqueued_ns, due);
@@ -614,8 +770,13 @@ impl FastQueue {
 
     /// Creates free segments until `count` are ready, so that later
     /// enqueues never wait for a new file to be written (for example
-    /// before a benchmark, or to reserve disk space).
+    /// before a benchmark, or to reserve disk space). Refuses a count whose
+    /// segments do not fit in the file system's free space.
     pub fn reserve_segments(&self, count: usize) -> Result<()> {
+        self.inner.owner()?;
+        let have = self.inner.usable()?.free.len();
+        let more = count.saturating_sub(have) as u64;
+        self.inner.check_space("count", more)?;
         while self.inner.usable()?.free.len() < count {
             let name = self.inner.create_free()?;
             self.inner.state.lock().unwrap().free.push(name);
@@ -625,11 +786,15 @@ impl FastQueue {
 
     /// Counters and sizes.
     pub fn stats(&self) -> Stats {
+        if self.inner.owner().is_err() {
+            return Stats::default();
+        }
         let st = self.inner.state.lock().unwrap();
         let mut s = st.stats.clone();
-        s.ready = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Main).count() as u64;
-        s.retry = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Retry).count() as u64;
-        s.dead = st.index.values().filter(|m| m.state == MinState::Ready && m.kind == QueueKind::Dead).count() as u64;
+        let ready = |kind| st.index.values().filter(|m| m.state == MinState::Ready && m.kind == kind).count() as u64;
+        s.ready = ready(QueueKind::Main);
+        s.retry = ready(QueueKind::Retry);
+        s.dead = ready(QueueKind::Dead);
         s.in_flight = st.in_flight;
         s.segments = st.segments.len();
         s.free_segments = st.free.len();
@@ -638,6 +803,9 @@ impl FastQueue {
 
     /// Live messages (ready, in flight, retry and dead).
     pub fn len(&self) -> usize {
+        if self.inner.owner().is_err() {
+            return 0;
+        }
         self.inner.state.lock().unwrap().index.len()
     }
 
@@ -648,8 +816,18 @@ impl FastQueue {
 
     /// Writes what is pending, stops the threads and closes the queue.
     /// Later calls fail with [`Error::Closed`]. The lock is released when
-    /// the value is dropped.
+    /// the value is dropped. In a `fork()` child it does nothing but fail
+    /// with [`Error::Forked`]: the threads and the lock belong to the
+    /// parent.
     pub fn close(&self) -> Result<()> {
+        if let Err(e) = self.inner.owner() {
+            // The child has no flusher thread to join; leave the parent's
+            // handles alone.
+            if let Ok(mut h) = self.flusher.try_lock() {
+                std::mem::forget(h.take());
+            }
+            return Err(e);
+        }
         {
             let mut st = self.inner.state.lock().unwrap();
             st.closing = true;
@@ -703,34 +881,78 @@ fn push_ready(st: &mut State, id: u64, min: &Min) {
     }
 }
 
-/// Pops up to `max` deliverable messages and marks them in flight. Queue
-/// entries whose index node changed (acknowledged, retried) are skipped.
-fn pop(st: &mut State, max: usize, dead: bool) -> Vec<Popped> {
+/// Ends the deliveries whose visibility deadline is past `now`: each counts
+/// as a failed attempt and the message goes back to be delivered again
+/// (dead letters back to the dead-letter queue). Returns those that reach
+/// `max_attempts` with it, marked as moving: the caller copies them to the
+/// dead-letter queue.
+fn expire(st: &mut State, now: u64, max_attempts: u32) -> Vec<(u64, Min)> {
+    let mut dying = Vec::new();
+    while let Some(&(due, id)) = st.leases.first() {
+        if due > now {
+            break;
+        }
+        st.leases.pop_first();
+        let Some(min) = st.index.get_mut(&id) else { continue };
+        if min.state != MinState::InFlight || min.lease_ns != due {
+            continue;
+        }
+        min.lease_ns = 0;
+        st.stats.expired += 1;
+        if min.kind == QueueKind::Dead {
+            min.state = MinState::Ready;
+            st.in_flight -= 1;
+            st.dead.push_front(id);
+            continue;
+        }
+        min.attempts = min.attempts.saturating_add(1);
+        if min.attempts >= max_attempts {
+            min.state = MinState::Moving;
+            dying.push((id, min.clone()));
+        } else {
+            min.state = MinState::Ready;
+            st.in_flight -= 1;
+            st.redeliver.push_back(id);
+        }
+    }
+    dying
+}
+
+/// Pops up to `max` deliverable messages and marks them in flight, with a
+/// visibility deadline if `visibility` is set. Queue entries whose index
+/// node changed (acknowledged, retried) are skipped.
+fn pop(st: &mut State, max: usize, dead: bool, now: u64, visibility: Option<Duration>) -> Vec<Popped> {
     let mut out = Vec::new();
-    let now = now_ns();
     while out.len() < max {
-        let (id, want) = if dead {
+        // Each source holds ids; an entry is current only if the index node
+        // still matches it (not acknowledged, not copied elsewhere).
+        type Current = fn(&Min, u64) -> bool;
+        let (id, current, due): (u64, Current, u64) = if dead {
             match st.dead.pop_front() {
-                Some(id) => (id, QueueKind::Dead),
+                Some(id) => (id, |m, _| m.kind == QueueKind::Dead, 0),
                 None => break,
             }
+        } else if let Some(id) = st.redeliver.pop_front() {
+            (id, |m, _| m.delivered && m.kind != QueueKind::Dead, 0)
         } else if let Some(&(due, id)) = st.retry.first().filter(|(due, _)| *due <= now) {
             st.retry.pop_first();
-            match st.index.get(&id) {
-                Some(m) if m.not_before_ns == due => (id, QueueKind::Retry),
-                _ => continue,
-            }
+            (id, |m, due| m.kind == QueueKind::Retry && m.not_before_ns == due, due)
         } else {
             match st.main.pop_front() {
-                Some(id) => (id, QueueKind::Main),
+                Some(id) => (id, |m, _| m.kind == QueueKind::Main, 0),
                 None => break,
             }
         };
         let Some(min) = st.index.get_mut(&id) else { continue };
-        if min.state != MinState::Ready || min.kind != want {
+        if min.state != MinState::Ready || !current(min, due) {
             continue;
         }
         min.state = MinState::InFlight;
+        min.delivered = true;
+        if let Some(v) = visibility {
+            min.lease_ns = now.saturating_add(v.as_nanos() as u64);
+            st.leases.insert((min.lease_ns, id));
+        }
         let min = min.clone();
         st.in_flight += 1;
         let seg = &st.segments[&min.seq];
@@ -755,6 +977,24 @@ fn new_chunk(st: &mut State, activate: Option<u64>) {
     *st.unpublished.entry(st.head_seq).or_default() += 1;
 }
 
+/// Fails if `file` was deleted while open (the queue directory removed
+/// under a running queue): its records could never be found again, so the
+/// producers waiting for them must not be told they are stored.
+fn check_linked(file: &dyn StorageFile, path: &Path) -> Result<()> {
+    match file.is_linked() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::io(
+            path,
+            "fdatasync",
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the segment file was deleted while the queue was open; the messages written to it are not stored",
+            ),
+        )),
+        Err(e) => Err(Error::io(path, "fstat", e)),
+    }
+}
+
 fn zero_range(file: &dyn StorageFile, from: u64, to: u64) -> std::io::Result<()> {
     let zeros = vec![0u8; 1 << 20];
     let mut at = from;
@@ -767,6 +1007,72 @@ fn zero_range(file: &dyn StorageFile, from: u64, to: u64) -> std::io::Result<()>
 }
 
 impl Inner {
+    /// Fails in a `fork()` child: the queue's threads and lock stayed in
+    /// the parent, so nothing could ever complete here.
+    fn owner(&self) -> Result<()> {
+        let pid = std::process::id();
+        if pid == self.owner_pid {
+            Ok(())
+        } else {
+            Err(Error::Forked { dir: self.dir.clone(), owner: self.owner_pid, pid })
+        }
+    }
+
+    /// Refuses to create `segments` more segment files if they would not
+    /// fit in the file system's free space; `field` names the setting.
+    fn check_space(&self, field: &'static str, segments: u64) -> Result<()> {
+        let size = self.cfg.segment_size;
+        let need = segments.checked_mul(size);
+        let free = self.storage.available_bytes().map_err(|e| Error::io(&self.dir, "statvfs", e))?;
+        let fits = match (need, free) {
+            (None, _) => false,
+            (Some(need), Some(free)) => need <= free,
+            (Some(_), None) => true,
+        };
+        if fits {
+            return Ok(());
+        }
+        let free = free.map_or(String::new(), |f| format!(", more than the {:.1} GiB free", f as f64 / (1u64 << 30) as f64));
+        Err(Error::invalid(
+            field,
+            format!(
+                "{segments} more segment files of {size} bytes need {} bytes{free} on the file system of {}",
+                need.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                self.dir.display()
+            ),
+        ))
+    }
+
+    /// Copies deliveries whose visibility timeout ran out for the last
+    /// allowed time to the dead-letter queue (not waiting for the copy to
+    /// be durable: until it is, the message is still where it was).
+    fn dead_letter(&self, dying: Vec<(u64, Min)>) -> Result<()> {
+        for (id, min) in dying {
+            let popped = {
+                let st = self.state.lock().unwrap();
+                let seg = &st.segments[&min.seq];
+                Popped { id, min: min.clone(), file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end }
+            };
+            let read = self.read(vec![popped]);
+            let mut st = self.usable()?;
+            let msg = match read {
+                Ok(mut m) => m.pop().unwrap(),
+                Err(e) => {
+                    if let Some(m) = st.index.get_mut(&id) {
+                        m.state = MinState::Ready;
+                        st.in_flight -= 1;
+                        st.redeliver.push_back(id);
+                    }
+                    return Err(e);
+                }
+            };
+            let crc = crc32c::crc32c(&msg.payload);
+            let now = self.clock.now_ns();
+            self.append(&mut st, id, &msg.payload, crc, QueueKind::Dead, min.attempts, min.enqueued_ns, now);
+        }
+        Ok(())
+    }
+
     fn unusable(&self, st: &State) -> Error {
         match &st.failed {
             Some(cause) => Error::Failed { dir: self.dir.clone(), cause: cause.clone() },
@@ -849,6 +1155,8 @@ impl Inner {
                 enqueued_ns,
                 not_before_ns,
                 state: MinState::Ready,
+                delivered: false,
+                lease_ns: 0,
             },
         ));
         st.pending_bytes += need as usize;
@@ -934,7 +1242,7 @@ impl Inner {
             out.push(Message {
                 id: it.id,
                 payload: payload.to_vec(),
-                attempts: h.attempts,
+                attempts: it.min.attempts,
                 kind: h.kind,
                 enqueued_ns: h.enqueued_ns,
             });
@@ -1066,6 +1374,7 @@ impl Inner {
                 file.sync_data().map_err(|e| Error::io(self.storage.path(&name), "fdatasync", e))?;
                 syncs += 1;
                 dirty.remove(&chunk.seq);
+                check_linked(&*file, &self.storage.path(&name))?;
             } else {
                 dirty.insert(chunk.seq, (name, file));
             }

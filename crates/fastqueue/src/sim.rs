@@ -221,6 +221,21 @@ impl SimStorage {
         st.dir.get(name).map(|&ino| st.inodes[ino].data.clone())
     }
 
+    /// Removes a file at once, durably (a test's hostile user).
+    pub fn delete_file(&self, name: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.dir.remove(name);
+        st.durable_dir.remove(name);
+    }
+
+    /// Renames a file at once, durably (a test's hostile user).
+    pub fn rename_file(&self, from: &str, to: &str) {
+        let mut st = self.state.lock().unwrap();
+        let op = DirOp::Rename(from.to_string(), to.to_string());
+        SimState::apply_dir(&mut st.dir, &op);
+        SimState::apply_dir(&mut st.durable_dir, &op);
+    }
+
     /// Replaces the bytes of a file, durably (a test's bit flip).
     pub fn write_file(&self, name: &str, bytes: Vec<u8>) {
         let mut st = self.state.lock().unwrap();
@@ -277,6 +292,24 @@ impl StorageFile for SimFile {
             return Err(crashed());
         }
         Ok(st.inodes[self.ino].data.len() as u64)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        // Taken as durable at once (like a write followed by its sync):
+        // only `repair` calls it, and syncs afterwards anyway.
+        let mut st = self.state.lock().unwrap();
+        st.step()?;
+        let inode = &mut st.inodes[self.ino];
+        inode.data.resize(len as usize, 0);
+        inode.durable.resize(len as usize, 0);
+        inode.pending.retain(|(off, _)| *off < len);
+        st.after_step();
+        Ok(())
+    }
+
+    fn is_linked(&self) -> io::Result<bool> {
+        let st = self.state.lock().unwrap();
+        Ok(st.dir.values().any(|&ino| ino == self.ino))
     }
 }
 

@@ -18,6 +18,11 @@ pub trait Storage: Send + Sync {
     fn list(&self) -> io::Result<Vec<String>>;
     /// Opens an existing file for reading and writing.
     fn open(&self, name: &str) -> io::Result<Arc<dyn StorageFile>>;
+    /// Opens an existing file for reading only (what `check` uses, so that
+    /// it works on a read-only file system).
+    fn open_read(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        self.open(name)
+    }
     /// Creates an empty file (truncating one that exists).
     fn create(&self, name: &str) -> io::Result<Arc<dyn StorageFile>>;
     /// Renames `from` to `to`, replacing `to`. Durable after
@@ -32,8 +37,19 @@ pub trait Storage: Send + Sync {
     /// holder has it. Held until [`Storage::unlock`] or until the storage
     /// is dropped.
     fn try_lock(&self) -> io::Result<bool>;
+    /// Takes a shared lock for a reader that changes nothing (`check`):
+    /// `false` if a writer holds the exclusive lock. Needs no write
+    /// permission: where the lock file cannot be created (a read-only file
+    /// system) no writer can exist and it succeeds without a lock.
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        self.try_lock()
+    }
     /// Releases the lock taken by [`Storage::try_lock`].
     fn unlock(&self);
+    /// Bytes free for new files (`None`: unknown, no limit checked).
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// One open file.
@@ -47,6 +63,16 @@ pub trait StorageFile: Send + Sync {
     fn sync_data(&self) -> io::Result<()>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// Truncates or extends the file (`repair` of a segment file of the
+    /// wrong size).
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "set_len not supported by this storage"))
+    }
+    /// Whether the file still has a name in the directory: a file deleted
+    /// while open takes writes and syncs that no later open can find.
+    fn is_linked(&self) -> io::Result<bool> {
+        Ok(true)
+    }
 }
 
 /// Reads as much of `buf` as the file has from `offset`.
@@ -92,6 +118,28 @@ impl DirStorage {
     }
 }
 
+fn is_read_only(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
+}
+
+impl DirStorage {
+    /// Takes `flock(kind)` on `f` without waiting and keeps `f` open.
+    fn flock(&self, f: File, kind: libc::c_int) -> io::Result<bool> {
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), kind | libc::LOCK_NB) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        *self.lock.lock().unwrap() = Some(f);
+        Ok(true)
+    }
+}
+
 struct RealFile(File);
 
 impl StorageFile for RealFile {
@@ -106,6 +154,13 @@ impl StorageFile for RealFile {
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn is_linked(&self) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(self.0.metadata()?.nlink() > 0)
     }
 }
 
@@ -132,6 +187,11 @@ impl Storage for DirStorage {
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
         let f = OpenOptions::new().read(true).write(true).open(self.path(name))?;
+        Ok(Arc::new(RealFile(f)))
+    }
+
+    fn open_read(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        let f = File::open(self.path(name))?;
         Ok(Arc::new(RealFile(f)))
     }
 
@@ -164,18 +224,36 @@ impl Storage for DirStorage {
             .create(true)
             .truncate(false)
             .open(self.path("LOCK"))?;
-        // SAFETY: flock on a descriptor we own; no memory is involved.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                Ok(false)
-            } else {
-                Err(e)
-            };
+        self.flock(f, libc::LOCK_EX)
+    }
+
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        let lock = self.path("LOCK");
+        let f = match File::open(&lock) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock) {
+                    Ok(f) => f,
+                    // Read-only: no writer can take the lock either.
+                    Err(e) if is_read_only(&e) => return Ok(true),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        self.flock(f, libc::LOCK_SH)
+    }
+
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        let path = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+        // SAFETY: statvfs writes into the struct we pass; the path is a
+        // valid C string.
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
+            return Err(io::Error::last_os_error());
         }
-        *self.lock.lock().unwrap() = Some(f);
-        Ok(true)
+        Ok(Some((s.f_bavail as u64).saturating_mul(s.f_frsize as u64)))
     }
 
     fn unlock(&self) {

@@ -24,9 +24,11 @@ fn to_py(e: Error) -> PyErr {
     match e {
         Error::Corrupt { .. } => QueueCorruptError::new_err(msg),
         Error::Locked { .. } => QueueLockedError::new_err(msg),
-        Error::Invalid { .. } | Error::TooLarge { .. } | Error::UnknownId { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::Invalid { .. }
+        | Error::TooLarge { .. }
+        | Error::UnknownId { .. }
+        | Error::NotDelivered { .. }
+        | Error::NotInFlight { .. } => PyValueError::new_err(msg),
         _ => QueueError::new_err(msg),
     }
 }
@@ -34,6 +36,10 @@ fn to_py(e: Error) -> PyErr {
 fn seconds(field: &str, s: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(s)
         .map_err(|_| PyValueError::new_err(format!("{field}: {s} is not a duration in seconds (>= 0)")))
+}
+
+fn optional_seconds(field: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
+    s.map(|s| seconds(field, s)).transpose()
 }
 
 fn kind_name(k: QueueKind) -> &'static str {
@@ -77,7 +83,7 @@ impl PyFastQueue {
 #[pymethods]
 impl PyFastQueue {
     #[new]
-    #[pyo3(signature = (path, segment_size, batch_bytes, batch_delay, durability, prefetch_bytes, max_attempts, spare_segments))]
+    #[pyo3(signature = (path, segment_size, batch_bytes, batch_delay, durability, prefetch_bytes, max_attempts, spare_segments, visibility_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -89,6 +95,7 @@ impl PyFastQueue {
         prefetch_bytes: usize,
         max_attempts: u32,
         spare_segments: usize,
+        visibility_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let durability = match durability {
             "sync" => Durability::Sync,
@@ -107,6 +114,7 @@ impl PyFastQueue {
             prefetch_bytes,
             max_attempts,
             spare_segments,
+            visibility_timeout: optional_seconds("visibility_timeout", visibility_timeout)?,
         };
         let q = py.allow_threads(|| fastqueue::FastQueue::open(&path, cfg)).map_err(to_py)?;
         Ok(PyFastQueue { inner: Slot::new(q) })
@@ -123,12 +131,33 @@ impl PyFastQueue {
         py.allow_threads(|| q.flush()).map_err(to_py)
     }
 
-    #[pyo3(signature = (max, timeout=None))]
-    fn dequeue_batch(&self, py: Python<'_>, max: usize, timeout: Option<f64>) -> PyResult<Vec<PyMessage>> {
+    /// `visibility`: `None` uses the queue's setting; a number of seconds
+    /// sets it for this call; `0` (or less) means no timeout.
+    #[pyo3(signature = (max, timeout=None, visibility=None))]
+    fn dequeue_batch(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        timeout: Option<f64>,
+        visibility: Option<f64>,
+    ) -> PyResult<Vec<PyMessage>> {
         let q = self.get()?;
-        let wait = timeout.map(|t| seconds("timeout", t)).transpose()?;
-        let got = py.allow_threads(|| q.dequeue_batch(max, wait)).map_err(to_py)?;
+        let wait = optional_seconds("timeout", timeout)?;
+        let got = match visibility {
+            None => py.allow_threads(|| q.dequeue_batch(max, wait)),
+            Some(v) => {
+                let v = if v > 0.0 || v.is_nan() { Some(seconds("visibility", v)?) } else { None };
+                py.allow_threads(|| q.dequeue_batch_with_visibility(max, wait, v))
+            }
+        }
+        .map_err(to_py)?;
         Ok(got.into_iter().map(|m| message(py, m)).collect())
+    }
+
+    fn extend_visibility(&self, py: Python<'_>, id: u64, by: f64) -> PyResult<()> {
+        let q = self.get()?;
+        let by = seconds("by", by)?;
+        py.allow_threads(|| q.extend_visibility(id, by)).map_err(to_py)
     }
 
     fn dequeue_dead(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyMessage>> {
@@ -160,6 +189,7 @@ impl PyFastQueue {
         d.set_item("retry", s.retry)?;
         d.set_item("dead", s.dead)?;
         d.set_item("in_flight", s.in_flight)?;
+        d.set_item("expired", s.expired)?;
         d.set_item("segments", s.segments)?;
         d.set_item("free_segments", s.free_segments)?;
         d.set_item("enqueued", s.enqueued)?;

@@ -57,9 +57,11 @@ fn bad_config_and_payloads_are_refused() {
     let q = FastQueue::open(dir.path(), small_config()).unwrap();
     let too_big = vec![0u8; q.config().max_payload() + 1];
     assert!(matches!(q.enqueue(&too_big), Err(Error::TooLarge { .. })));
-    q.enqueue(&vec![7u8; q.config().max_payload()]).unwrap();
+    let big = q.enqueue(&vec![7u8; q.config().max_payload()]).unwrap();
     assert!(matches!(q.ack(12345), Err(Error::UnknownId { id: 12345 })));
     let id = q.enqueue(b"twice").unwrap();
+    let got: Vec<u64> = q.dequeue_batch(2, None).unwrap().iter().map(|m| m.id).collect();
+    assert_eq!(got, [big, id]);
     q.ack_many(&[id, id]).unwrap();
     assert!(matches!(q.ack(id), Err(Error::UnknownId { .. })));
     assert!(q.nack(12345, Duration::ZERO).is_err());

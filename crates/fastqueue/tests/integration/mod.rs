@@ -3,6 +3,7 @@ mod corrupt;
 mod crash;
 mod killloop;
 mod torn;
+mod visibility;
 
 use std::time::Duration;
 
