@@ -44,6 +44,40 @@ pub struct Case {
     pub batch_delay: Duration,
 }
 
+/// Most producer threads a case may start.
+pub const MAX_PRODUCERS: usize = 1024;
+/// Longest writing time of a case, seconds.
+pub const MAX_SECONDS: f64 = 3600.0;
+/// Largest message: the largest payload of a default (64 MiB) segment.
+pub const MAX_SIZE: usize = (64 << 20) - 4096 - 64;
+/// Most bytes a case may write (64 GiB).
+pub const MAX_BYTES: u64 = 64 << 30;
+
+impl Case {
+    /// Checks every field; the message names the field and its limit.
+    pub fn validate(&self) -> Result<(), String> {
+        if !PEERS.contains(&self.peer.as_str()) {
+            return Err(format!("peer: unknown peer '{}'; expected one of: {}", self.peer, PEERS.join(", ")));
+        }
+        if self.size == 0 || self.size > MAX_SIZE {
+            return Err(format!("size: {} is not between 1 and {MAX_SIZE} bytes", self.size));
+        }
+        if self.producers == 0 || self.producers > MAX_PRODUCERS {
+            return Err(format!("producers: {} is not between 1 and {MAX_PRODUCERS}", self.producers));
+        }
+        if !(self.seconds > 0.0 && self.seconds <= MAX_SECONDS) {
+            return Err(format!("seconds: {} is not a number of seconds above 0 and at most {MAX_SECONDS}", self.seconds));
+        }
+        if self.max_bytes == 0 || self.max_bytes > MAX_BYTES {
+            return Err(format!("max_bytes: {} is not between 1 and {MAX_BYTES}", self.max_bytes));
+        }
+        if self.batch_delay > Duration::from_secs(10) {
+            return Err(format!("batch_delay: {:?} is more than 10 s", self.batch_delay));
+        }
+        Ok(())
+    }
+}
+
 /// What one case measured.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -329,6 +363,7 @@ fn device(case: &Case) -> Result<Outcome, String> {
 
 /// Runs one case. The directory is emptied afterwards.
 pub fn run(case: &Case) -> Result<Outcome, String> {
+    case.validate()?;
     let _ = std::fs::remove_dir_all(&case.dir);
     std::fs::create_dir_all(&case.dir).map_err(|e| format!("{}: {e}", case.dir.display()))?;
     let result = run_in(case);

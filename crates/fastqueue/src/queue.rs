@@ -24,6 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::*;
+use crate::manifest::{self, Manifest, Tail};
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
 use crate::storage::{read_full, DirStorage, Storage, StorageFile};
 
@@ -330,6 +331,8 @@ struct Inner {
     ready_cv: Condvar,
     cache: Mutex<ReadCache>,
     allocator: Mutex<Option<JoinHandle<()>>>,
+    /// Serialises manifest rewrites; holds the last generation written.
+    manifest_generation: Mutex<u64>,
 }
 
 /// A durable disk message queue. Many threads may share one `&FastQueue`.
@@ -453,8 +456,16 @@ impl FastQueue {
             ready_cv: Condvar::new(),
             cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
             allocator: Mutex::new(None),
+            manifest_generation: Mutex::new(found.manifest.as_ref().map_or(0, |m| m.generation)),
             storage,
         });
+        if inner.cfg.spare_segments > 1 {
+            // Asked-for spares must fit on the disk. (One, the default, is
+            // only a wish: a consumer must still be able to open a queue
+            // on a full file system to drain it.)
+            let spares = inner.cfg.spare_segments.saturating_sub(st.free.len()) as u64;
+            inner.check_space("spare_segments", spares)?;
+        }
         // The head is the newest segment; a queue without one gets one now.
         match st.segments.iter().next_back() {
             Some((&seq, seg)) => {
@@ -473,12 +484,11 @@ impl FastQueue {
                 st.next_seq += 1;
                 let id_floor = st.next_id;
                 *inner.state.lock().unwrap() = st;
-                let seg = inner.activate(seq, id_floor)?;
+                inner.activate(seq, id_floor)?;
                 st = std::mem::take(&mut *inner.state.lock().unwrap());
                 st.head_seq = seq;
                 st.head_off = SEGMENT_HEADER_LEN;
                 st.head_size = cfg_segment_size;
-                st.segments.insert(seq, seg);
             }
         }
         let retire: Vec<u64> = st
@@ -495,15 +505,11 @@ impl FastQueue {
             superseded: superseded.len() as u64,
             duration: Duration::ZERO,
         };
-        if inner.cfg.spare_segments > 1 {
-            // Asked-for spares must fit on the disk. (One, the default, is
-            // only a wish: a consumer must still be able to open a queue
-            // on a full file system to drain it.)
-            let spares = inner.cfg.spare_segments.saturating_sub(st.free.len()) as u64;
-            inner.check_space("spare_segments", spares)?;
-        }
         *inner.state.lock().unwrap() = st;
         inner.retire(retire)?;
+        // Lists what is there now, and says the queue is open (not closed
+        // cleanly) before any write.
+        inner.write_manifest(None)?;
         inner.state.lock().unwrap().stats.open.duration = started.elapsed();
         // From here on the lock is released when `inner` is dropped.
         std::mem::forget(lock);
@@ -830,7 +836,13 @@ impl FastQueue {
         }
         {
             let mut st = self.inner.state.lock().unwrap();
+            if st.closed {
+                return Ok(());
+            }
             st.closing = true;
+            // Everything is made durable before the clean-close mark (with
+            // `Durability::Os` too).
+            st.sync_all = true;
             self.inner.work_cv.notify_all();
         }
         if let Some(h) = self.flusher.lock().unwrap().take() {
@@ -839,8 +851,22 @@ impl FastQueue {
         if let Some(h) = self.inner.allocator.lock().unwrap().take() {
             let _ = h.join();
         }
+        let tail = {
+            let st = self.inner.state.lock().unwrap();
+            let head = st.segments.iter().next_back();
+            head.filter(|_| st.failed.is_none()).map(|(&seq, s)| Tail { seq, end: s.end })
+        };
+        let marked = match tail {
+            // Where the log ends, so that a later check can prove records
+            // lost after this point.
+            Some(tail) => self.inner.write_manifest(Some(tail)),
+            None => Ok(()),
+        };
         let mut st = self.inner.state.lock().unwrap();
         st.closed = true;
+        if let Err(e) = marked {
+            st.failed.get_or_insert(e.to_string());
+        }
         self.inner.ready_cv.notify_all();
         self.inner.wake_all();
         match &st.failed {
@@ -1362,8 +1388,7 @@ impl Inner {
         }
         for chunk in chunks.iter_mut() {
             if let Some(id_floor) = chunk.activate {
-                let seg = self.activate(chunk.seq, id_floor)?;
-                self.state.lock().unwrap().segments.insert(chunk.seq, seg);
+                self.activate(chunk.seq, id_floor)?;
             }
             let (name, file) = segment(chunk.seq);
             RecordHeader::add_flag(&mut chunk.buf[chunk.last_record..], FLAG_BATCH_END);
@@ -1452,15 +1477,29 @@ impl Inner {
             done.push(free);
         }
         self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
+        // Only now, and before the free files can be reused, does the
+        // manifest drop them (see `manifest.rs` for why in this order).
+        self.write_manifest(None)?;
         let mut st = self.state.lock().unwrap();
         st.stats.recycled += done.len() as u64;
         st.free.extend(done);
         Ok(())
     }
 
+    /// Rewrites the manifest: the segments in use now; `clean` at a clean
+    /// close.
+    fn write_manifest(&self, clean: Option<Tail>) -> Result<()> {
+        let mut generation = self.manifest_generation.lock().unwrap();
+        *generation += 1;
+        let segments = self.state.lock().unwrap().segments.keys().copied().collect();
+        let m = Manifest { generation: *generation, clean, segments };
+        manifest::write(&*self.storage, &m).map_err(|e| Error::io(self.storage.path(manifest::MANIFEST), "write", e))
+    }
+
     /// Sets up segment `seq` from a free file (or a new one): header,
-    /// sync, rename, directory sync, all before any record goes in.
-    fn activate(&self, seq: u64, id_floor: u64) -> Result<Segment> {
+    /// sync, rename, directory sync, then the manifest lists it; all before
+    /// any record goes in.
+    fn activate(&self, seq: u64, id_floor: u64) -> Result<()> {
         let mut from = None;
         while let Some(name) = self.state.lock().unwrap().free.pop() {
             // A free file made with another segment size is not reused.
@@ -1482,18 +1521,22 @@ impl Inner {
             segment_size: self.cfg.segment_size,
             seq,
             id_floor,
-            created_ns: now_ns(),
+            created_ns: self.clock.now_ns(),
         };
         file.write_at(&header.encode(), 0).map_err(|e| io("write", e))?;
         file.sync_data().map_err(|e| io("fdatasync", e))?;
         self.storage.rename(&from, &name).map_err(|e| io("rename", e))?;
         self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
-        Ok(Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN })
+        let seg = Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN };
+        self.state.lock().unwrap().segments.insert(seq, seg);
+        self.write_manifest(None)
     }
 
     /// Writes a new free segment file (zeros, every byte written once so
     /// that later syncs carry no metadata) and returns its name.
     fn create_free(&self) -> Result<String> {
+        // Never start filling the disk with a file that cannot fit.
+        self.check_space("segment_size", 1)?;
         let n = {
             let mut st = self.state.lock().unwrap();
             st.next_free += 1;

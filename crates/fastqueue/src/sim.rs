@@ -57,6 +57,7 @@ struct SimState {
     crash_at: Option<u64>,
     crashed: bool,
     locked: bool,
+    available: Option<u64>,
 }
 
 fn crashed() -> io::Error {
@@ -219,6 +220,12 @@ impl SimStorage {
     pub fn read_file(&self, name: &str) -> Option<Vec<u8>> {
         let st = self.state.lock().unwrap();
         st.dir.get(name).map(|&ino| st.inodes[ino].data.clone())
+    }
+
+    /// Sets the free space [`Storage::available_bytes`] reports (default:
+    /// unknown, no limit).
+    pub fn set_available(&self, bytes: Option<u64>) {
+        self.state.lock().unwrap().available = bytes;
     }
 
     /// Removes a file at once, durably (a test's hostile user).
@@ -392,6 +399,10 @@ impl Storage for SimStorage {
 
     fn unlock(&self) {
         self.state.lock().unwrap().locked = false;
+    }
+
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        Ok(self.state.lock().unwrap().available)
     }
 }
 

@@ -343,6 +343,7 @@ fn fastqueue_bench<'py>(
         dir,
         batch_delay: self::seconds("batch_delay", batch_delay)?,
     };
+    case.validate().map_err(PyValueError::new_err)?;
     let o = py.allow_threads(|| fastqueue::bench::run(&case)).map_err(QueueError::new_err)?;
     let d = PyDict::new(py);
     d.set_item("messages", o.messages)?;
@@ -376,6 +377,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("QueueLockedError", py.get_type::<QueueLockedError>())?;
     m.add("QueueCorruptError", py.get_type::<QueueCorruptError>())?;
     m.add("FASTQUEUE_PEERS", fastqueue::bench::PEERS.to_vec())?;
+    let limits = PyDict::new(py);
+    limits.set_item("producers", fastqueue::bench::MAX_PRODUCERS)?;
+    limits.set_item("seconds", fastqueue::bench::MAX_SECONDS)?;
+    limits.set_item("size", fastqueue::bench::MAX_SIZE)?;
+    limits.set_item("bytes", fastqueue::bench::MAX_BYTES)?;
+    m.add("FASTQUEUE_BENCH_LIMITS", limits)?;
     m.add_function(wrap_pyfunction!(fastqueue_check, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_repair, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_bench, m)?)?;

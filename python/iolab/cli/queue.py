@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--seconds", type=float, default=1.0, help="seconds of writing per case (default 1)")
     b.add_argument("--max-mib", type=int, default=256, help="most MiB written per case (default 256)")
     b.add_argument("--batch-delay", type=float, default=0.001, help="FastQueue batch timer, seconds")
-    b.add_argument("--recovery-mib", type=int, default=0, help="also time the open of a queue of this many MiB")
+    b.add_argument("--recovery-mib", type=int, default=0, help="also time the open of a queue of this many MiB (0: no)")
     b.add_argument("--quick", action="store_true", help="a short run: 1 KiB messages, 1 and 16 producers, 0.5 s")
     b.add_argument("--json", help="also write the results to this JSON file")
     b.set_defaults(func=cmd_bench)
@@ -51,14 +52,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_repair)
 
 
-def _ints(text: str, what: str) -> list[int]:
+def _ints(text: str, what: str, limit: int) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UserError(f"--{what}: expected comma-separated integers, got '{text}'") from None
-    if not values or any(v <= 0 for v in values):
+    if not values:
         raise UserError(f"--{what}: expected positive integers, got '{text}'")
+    for v in values:
+        if not 1 <= v <= limit:
+            raise UserError(f"--{what}: {v} is not between 1 and {limit}")
     return values
+
+
+def _number(value: float, what: str, low: float, high: float, low_open: bool = True) -> float:
+    """``value`` if it is a finite number in (low, high] (or [low, high])."""
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bound = "above" if low_open else "at least"
+        raise UserError(f"--{what}: {value} is not a number {bound} {low:g} and at most {high:g}")
+    return value
 
 
 def _existing_queue(path: str) -> str:
@@ -203,17 +216,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # The baseline first, so that every row can show its ratio to it.
     rust_peers = ["file-per-message"] + [p for p in _iolab.FASTQUEUE_PEERS if p != "file-per-message"]
     all_peers = rust_peers[:4] + [PERSIST_QUEUE] + rust_peers[4:]
+    limits = _iolab.FASTQUEUE_BENCH_LIMITS
+    _number(args.seconds, "seconds", 0, limits["seconds"])
+    _number(args.batch_delay, "batch-delay", 0, 10, low_open=False)
+    _ints(str(args.max_mib), "max-mib", limits["bytes"] >> 20)
+    if args.recovery_mib:
+        _ints(str(args.recovery_mib), "recovery-mib", limits["bytes"] >> 20)
     if args.quick:
         sizes, producers, seconds = [1024], [1, 16], min(args.seconds, 0.5)
     else:
-        sizes, producers, seconds = _ints(args.sizes, "sizes"), _ints(args.producers, "producers"), args.seconds
+        sizes = _ints(args.sizes, "sizes", limits["size"])
+        producers = _ints(args.producers, "producers", limits["producers"])
+        seconds = args.seconds
     peers = all_peers if not args.peers else [p.strip() for p in args.peers.split(",") if p.strip()]
     for p in peers:
         if p not in all_peers:
             raise UserError(f"--peers: unknown peer '{p}'; expected one of: {', '.join(all_peers)}")
     peers = [p for p in all_peers if p in peers]
-    if seconds <= 0 or args.max_mib <= 0:
-        raise UserError("--seconds and --max-mib must be positive")
     if PERSIST_QUEUE in peers and not _have_persist_queue():
         print(f"note: {PERSIST_QUEUE} is not installed (pip install persist-queue); its rows are skipped")
         peers = [p for p in peers if p != PERSIST_QUEUE]

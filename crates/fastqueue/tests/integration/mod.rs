@@ -1,6 +1,7 @@
 mod basic;
 mod corrupt;
 mod crash;
+mod hostile;
 mod killloop;
 mod torn;
 mod visibility;

@@ -80,6 +80,8 @@ fn torn_tail_at_every_byte_of_single_record_batches() {
     for i in 0..12 {
         q.enqueue(&payload(&format!("r{i}"), 40 + 90 * i)).unwrap();
     }
+    // The disk as a crash would leave it (the queue not closed).
+    let storage = storage.crash_image(CrashMode::KeepUnsynced);
     drop(q);
     assert!(check_every_cut(&storage, 3) > 2000);
 }
@@ -104,6 +106,7 @@ fn torn_tail_at_every_byte_of_multi_record_batches() {
             t.join().unwrap();
         }
     }
+    let storage = storage.crash_image(CrashMode::KeepUnsynced);
     drop(q);
     let recs = records(&storage.read_file(SEG).unwrap());
     assert!(recs.iter().filter(|r| r.batch_end).count() < recs.len(), "batches of one record only");
@@ -119,6 +122,7 @@ fn torn_tail_with_a_missing_sector_inside_the_last_batch() {
     for i in 0..4 {
         q.enqueue(&payload(&format!("s{i}"), 3000)).unwrap();
     }
+    let storage = storage.crash_image(CrashMode::KeepUnsynced);
     drop(q);
     let bytes = storage.read_file(SEG).unwrap();
     let recs = records(&bytes);
