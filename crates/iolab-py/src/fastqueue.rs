@@ -284,6 +284,7 @@ fn problems<'py>(py: Python<'py>, list: &[fastqueue::Problem]) -> PyResult<Vec<B
             d.set_item("segment", p.segment.display().to_string())?;
             d.set_item("offset", p.offset)?;
             d.set_item("reason", &p.reason)?;
+            d.set_item("kind", format!("{:?}", p.kind))?;
             d.set_item("message", p.to_error().to_string())?;
             Ok(d)
         })
@@ -301,6 +302,8 @@ fn fastqueue_check<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, P
     d.set_item("deleted_records", r.deleted_records)?;
     d.set_item("live_bytes", r.live_bytes)?;
     d.set_item("bytes_scanned", r.bytes_scanned)?;
+    d.set_item("manifest", r.manifest)?;
+    d.set_item("closed_cleanly", r.closed_cleanly)?;
     d.set_item("problems", problems(py, &r.problems)?)?;
     d.set_item(
         "torn_tail",

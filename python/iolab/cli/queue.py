@@ -79,8 +79,9 @@ def _existing_queue(path: str) -> str:
     mistake in another directory)."""
     if not os.path.isdir(path):
         raise UserError(f"{path}: no such queue directory")
-    if not any(n.startswith("seg-") and n.endswith(".fq") for n in os.listdir(path)):
-        raise UserError(f"{path}: not a FastQueue directory (no seg-*.fq segment files)")
+    names = os.listdir(path)
+    if "MANIFEST" not in names and not any(n.startswith("seg-") and n.endswith(".fq") for n in names):
+        raise UserError(f"{path}: not a FastQueue directory (no MANIFEST, no seg-*.fq segment files)")
     return path
 
 
@@ -93,8 +94,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{r['live_messages']} live messages ({r['live_bytes']} bytes), "
         f"{r['deleted_records']} deleted records, {r['bytes_scanned']} bytes scanned"
     )
+    if not r["manifest"]:
+        print(
+            "note: no MANIFEST (the queue was last opened by an older version): a deleted segment or a cut "
+            "tail cannot be told from a recycled segment or the end of the log; the next open writes one"
+        )
+    elif not r["closed_cleanly"]:
+        print(
+            "note: the queue was not closed cleanly (its process was killed or crashed): records lost "
+            "at the end of the newest segment cannot be told from a crash's unsynced end"
+        )
     if r["torn_tail"]:
-        print(f"torn tail (dropped at the next open): {r['torn_tail']}")
+        print(f"torn tail (never acknowledged; dropped at the next open): {r['torn_tail']}")
     for p in r["problems"]:
         print(f"problem: {p['message']}")
     if r["problems"]:
