@@ -345,7 +345,8 @@ def test_enqueue_in_a_fork_child_fails_clearly(tmp_path: Path) -> None:
 def test_enqueue_into_a_deleted_directory_fails(tmp_path: Path) -> None:
     import shutil
 
-    q = FastQueue(tmp_path / "q", **SMALL)
+    # No spare segments: the background allocator would race with rmtree.
+    q = FastQueue(tmp_path / "q", spare_segments=0, **SMALL)
     q.enqueue(b"before")
     shutil.rmtree(tmp_path / "q")
     with pytest.raises(QueueError, match="deleted while the queue was open"):

@@ -200,7 +200,9 @@ fn an_unlisted_segment_is_reported() {
 fn enqueue_into_a_deleted_directory_fails() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("q");
-    let q = FastQueue::open(&dir, cfg()).unwrap();
+    // No spare segments: the background allocator would race with
+    // remove_dir_all.
+    let q = FastQueue::open(&dir, Config { spare_segments: 0, ..cfg() }).unwrap();
     q.enqueue(b"before").unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let err = q.enqueue(b"after").expect_err("enqueue into a deleted queue succeeded");
