@@ -1,25 +1,26 @@
 //! [`FastQueue`]: the queue itself.
 //!
 //! Threads. Producers call [`FastQueue::enqueue`], which encodes the record
-//! into the open batch under the state lock and sleeps until the batch is
-//! durable. One flusher thread (`flusher_loop`) closes a batch when it
-//! holds `batch_bytes`, when `batch_delay` has passed since its first
-//! record, when it holds as many records as the previous batch (the
-//! producers of that batch are all back), or on [`FastQueue::flush`]; it
-//! writes the batch with one write
-//! call per segment, syncs, publishes the records to the Message Index
-//! Node table and wakes the producers (Lazy Gathering Write with group
-//! commit). Acknowledgements are 1-byte writes of the delete flag, gathered
-//! into the same rounds. Consumers pop ids from the table and read payloads
-//! through one shared prefetch buffer (Sequential Grouping Prefetch). A
-//! helper thread keeps a spare segment ready, so that the flusher rarely
-//! waits for a 64 MiB file to be written.
+//! into the open batch under the state lock and sleeps until its round is
+//! durable. A writer thread and `PIPELINE_DEPTH` syncer threads turn the
+//! rounds into pipelined writes and syncs (Lazy Gathering Write with group
+//! commit; `writer.rs`). Acknowledgements are 1-byte writes of the delete
+//! flag, gathered into the same rounds. Consumers pop ids from the Message
+//! Index Node table (below) and read payloads with large reads
+//! (Sequential Grouping Prefetch; `reader.rs`). A helper thread keeps a
+//! spare segment ready, so that the writer rarely waits for a 64 MiB file
+//! to be written.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod reader;
+mod writer;
+
+use writer::zero_range;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -205,6 +206,9 @@ pub struct Stats {
     pub rounds: u64,
     /// `fdatasync` calls since open.
     pub syncs: u64,
+    /// Rounds written while an earlier round's sync was still running
+    /// (the pipelined writer at work).
+    pub pipelined: u64,
     /// Bytes written since open (records and flags).
     pub bytes_written: u64,
     /// Segments recycled since open.
@@ -263,6 +267,28 @@ struct Chunk {
     records: Vec<(u64, Min)>,
 }
 
+/// A segment file and its name.
+type SegFile = (String, Arc<dyn StorageFile>);
+
+/// A round written and not yet completed (see `writer.rs`).
+struct Round {
+    number: u64,
+    chunks: Vec<Chunk>,
+    flags: Vec<(u64, u64)>,
+    /// Files to sync.
+    files: Vec<SegFile>,
+    /// A syncer took it.
+    claimed: bool,
+    /// Durable; it completes when every earlier round has.
+    synced: bool,
+    syncs: u64,
+    bytes: u64,
+}
+
+/// Condition variables for round completion: enough that the rounds in
+/// flight and the one being gathered never share one.
+const DONE_CVS: u64 = PIPELINE_DEPTH as u64 + 2;
+
 #[derive(Default)]
 struct State {
     segments: BTreeMap<u64, Segment>,
@@ -291,6 +317,12 @@ struct State {
     sync_all: bool,
     open_round: u64,
     durable_round: u64,
+    /// Rounds written, not yet completed, oldest first.
+    written: VecDeque<Round>,
+    /// The writer thread has exited (closing): syncers finish and exit.
+    writer_done: bool,
+    /// Segments to recycle, found at completion; the writer renames them.
+    retire_pending: Vec<u64>,
     failed: Option<String>,
     closing: bool,
     closed: bool,
@@ -321,12 +353,16 @@ struct Inner {
     /// `fork()` child, which must open the queue itself.
     owner_pid: u32,
     state: Mutex<State>,
-    /// The flusher waits here for work.
+    /// The writer waits here for work.
     work_cv: Condvar,
-    /// Producers and ackers wait for round `r` on `done_cv[r % 2]`: a
-    /// finished round wakes only its own waiters, not those of the round
-    /// being gathered.
-    done_cv: [Condvar; 2],
+    /// The writer waits here for room in the pipeline.
+    room_cv: Condvar,
+    /// Syncers wait here for written rounds.
+    sync_cv: Condvar,
+    /// Producers and ackers wait for round `r` on `done_cv[r % DONE_CVS]`:
+    /// a finished round wakes only its own waiters, not those of the rounds
+    /// behind it.
+    done_cv: [Condvar; DONE_CVS as usize],
     /// Consumers wait here for messages.
     ready_cv: Condvar,
     cache: Mutex<ReadCache>,
@@ -338,7 +374,8 @@ struct Inner {
 /// A durable disk message queue. Many threads may share one `&FastQueue`.
 pub struct FastQueue {
     inner: Arc<Inner>,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// The writer first, then the syncers.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 pub(crate) fn now_ns() -> u64 {
@@ -452,7 +489,9 @@ impl FastQueue {
             owner_pid: std::process::id(),
             state: Mutex::new(State::default()),
             work_cv: Condvar::new(),
-            done_cv: [Condvar::new(), Condvar::new()],
+            room_cv: Condvar::new(),
+            sync_cv: Condvar::new(),
+            done_cv: std::array::from_fn(|_| Condvar::new()),
             ready_cv: Condvar::new(),
             cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
             allocator: Mutex::new(None),
@@ -513,12 +552,22 @@ impl FastQueue {
         inner.state.lock().unwrap().stats.open.duration = started.elapsed();
         // From here on the lock is released when `inner` is dropped.
         std::mem::forget(lock);
-        let worker = inner.clone();
-        let flusher = std::thread::Builder::new()
-            .name("fastqueue-flusher".into())
-            .spawn(move || worker.flusher_loop())
-            .map_err(|e| Error::io(&dir, "spawn flusher thread", e))?;
-        Ok(FastQueue { inner, flusher: Mutex::new(Some(flusher)) })
+        let mut threads = Vec::new();
+        let spawn = |name: &str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
+            let worker = inner.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("fastqueue-{name}"))
+                .spawn(move || f(worker))
+                .map_err(|e| Error::io(&dir, "spawn a thread", e))?;
+            threads.push(h);
+            Ok(())
+        };
+        let started = spawn("writer", Inner::writer_loop, &mut threads).and_then(|_| {
+            let syncers = if inner.cfg.durability == Durability::Sync { PIPELINE_DEPTH } else { 0 };
+            (0..syncers).try_for_each(|_| spawn("syncer", Inner::syncer_loop, &mut threads))
+        });
+        let q = FastQueue { inner, threads: Mutex::new(threads) };
+        started.map(|_| q)
     }
 
     /// The configuration in force.
@@ -827,10 +876,10 @@ impl FastQueue {
     /// parent.
     pub fn close(&self) -> Result<()> {
         if let Err(e) = self.inner.owner() {
-            // The child has no flusher thread to join; leave the parent's
-            // handles alone.
-            if let Ok(mut h) = self.flusher.try_lock() {
-                std::mem::forget(h.take());
+            // The child has none of the threads to join; leave the
+            // parent's handles alone.
+            if let Ok(mut h) = self.threads.try_lock() {
+                std::mem::forget(std::mem::take(&mut *h));
             }
             return Err(e);
         }
@@ -845,11 +894,16 @@ impl FastQueue {
             st.sync_all = true;
             self.inner.work_cv.notify_all();
         }
-        if let Some(h) = self.flusher.lock().unwrap().take() {
+        // The writer first (it ends the rounds), then the syncers.
+        for h in std::mem::take(&mut *self.threads.lock().unwrap()) {
             let _ = h.join();
         }
         if let Some(h) = self.inner.allocator.lock().unwrap().take() {
             let _ = h.join();
+        }
+        let retire = std::mem::take(&mut self.inner.state.lock().unwrap().retire_pending);
+        if let Err(e) = self.inner.retire(retire) {
+            self.inner.fail(e);
         }
         let tail = {
             let st = self.inner.state.lock().unwrap();
@@ -987,51 +1041,6 @@ fn pop(st: &mut State, max: usize, dead: bool, now: u64, visibility: Option<Dura
     out
 }
 
-/// Opens a chunk (a new batch, with its own number) at the head.
-fn new_chunk(st: &mut State, activate: Option<u64>) {
-    let chunk = Chunk {
-        seq: st.head_seq,
-        offset: st.head_off,
-        batch: st.next_batch,
-        buf: Vec::new(),
-        last_record: 0,
-        activate,
-        records: Vec::new(),
-    };
-    st.next_batch += 1;
-    st.chunks.push(chunk);
-    *st.unpublished.entry(st.head_seq).or_default() += 1;
-}
-
-/// Fails if `file` was deleted while open (the queue directory removed
-/// under a running queue): its records could never be found again, so the
-/// producers waiting for them must not be told they are stored.
-fn check_linked(file: &dyn StorageFile, path: &Path) -> Result<()> {
-    match file.is_linked() {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(Error::io(
-            path,
-            "fdatasync",
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the segment file was deleted while the queue was open; the messages written to it are not stored",
-            ),
-        )),
-        Err(e) => Err(Error::io(path, "fstat", e)),
-    }
-}
-
-fn zero_range(file: &dyn StorageFile, from: u64, to: u64) -> std::io::Result<()> {
-    let zeros = vec![0u8; 1 << 20];
-    let mut at = from;
-    while at < to {
-        let n = ((to - at) as usize).min(zeros.len());
-        file.write_at(&zeros[..n], at)?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
 impl Inner {
     /// Fails in a `fork()` child: the queue's threads and lock stayed in
     /// the parent, so nothing could ever complete here.
@@ -1119,458 +1128,4 @@ impl Inner {
         }
     }
 
-    /// Encodes a record into the open batch; returns the round to wait
-    /// for. Called with the state lock held, from enqueue and nack.
-    #[allow(clippy::too_many_arguments)]
-    fn append(
-        &self,
-        st: &mut State,
-        id: u64,
-        payload: &[u8],
-        payload_crc: u32,
-        kind: QueueKind,
-        attempts: u32,
-        enqueued_ns: u64,
-        not_before_ns: u64,
-    ) -> u64 {
-        let need = record_len(payload.len()) as u64;
-        let mut activate = None;
-        if st.head_off + need > st.head_size {
-            if st.head_off + RECORD_HEADER_LEN as u64 <= st.head_size {
-                self.seal(st);
-            }
-            // Next segment; the flusher sets it up before writing to it.
-            st.head_seq = st.next_seq;
-            st.next_seq += 1;
-            st.head_off = SEGMENT_HEADER_LEN;
-            st.head_size = self.cfg.segment_size;
-            // Not `id`: a retry copy keeps an old id, and the floor must
-            // stay above every id issued so far, so that none is reused
-            // after the older segments are recycled.
-            activate = Some(st.next_id.max(id + 1));
-        }
-        if activate.is_some() || st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
-            new_chunk(st, activate);
-        }
-        let offset = st.head_off;
-        st.head_off += need;
-        let chunk = st.chunks.last_mut().unwrap();
-        let header = RecordHeader {
-            flags: 0,
-            delete_flag: LIVE,
-            kind,
-            payload_len: payload.len() as u32,
-            attempts,
-            id,
-            enqueued_ns,
-            not_before_ns,
-            segment_seq: chunk.seq,
-            batch_seq: chunk.batch,
-            payload_crc,
-        };
-        chunk.last_record = chunk.buf.len();
-        header.encode_with_crc(payload, &mut chunk.buf);
-        chunk.records.push((
-            id,
-            Min {
-                seq: chunk.seq,
-                offset,
-                payload_len: payload.len() as u32,
-                kind,
-                attempts,
-                enqueued_ns,
-                not_before_ns,
-                state: MinState::Ready,
-                delivered: false,
-                lease_ns: 0,
-            },
-        ));
-        st.pending_bytes += need as usize;
-        st.pending_records += 1;
-        st.stats.enqueued += u64::from(kind == QueueKind::Main);
-        if st.first_pending.is_none() {
-            st.first_pending = Some(Instant::now());
-            self.work_cv.notify_one();
-        }
-        if st.pending_bytes >= self.cfg.batch_bytes {
-            st.flush_now = true;
-            self.work_cv.notify_one();
-        } else if st.pending_records == st.last_round_records {
-            // The flusher waits on its timer; this record completes the
-            // batch early (see `flusher_loop`).
-            self.work_cv.notify_one();
-        }
-        st.open_round
-    }
-
-    /// Closes the head segment with a seal record, in the batch that
-    /// writes its last records (or a batch of its own).
-    fn seal(&self, st: &mut State) {
-        if st.chunks.last().is_none_or(|c| c.seq != st.head_seq) {
-            new_chunk(st, None);
-        }
-        let offset = st.head_off;
-        st.head_off += RECORD_HEADER_LEN as u64;
-        st.pending_bytes += RECORD_HEADER_LEN;
-        let chunk = st.chunks.last_mut().unwrap();
-        let seal = RecordHeader::padding(FLAG_SEAL, chunk.seq, chunk.batch);
-        debug_assert_eq!(chunk.offset + chunk.buf.len() as u64, offset);
-        chunk.last_record = chunk.buf.len();
-        seal.encode(&[], &mut chunk.buf);
-    }
-
-    /// Waits until round `ticket` is durable.
-    fn wait_round(&self, mut st: MutexGuard<'_, State>, ticket: u64) -> Result<()> {
-        loop {
-            if st.durable_round >= ticket {
-                return Ok(());
-            }
-            if st.failed.is_some() || st.closed {
-                return Err(self.unusable(&st));
-            }
-            st = self.done_cv[(ticket % 2) as usize].wait(st).unwrap();
-        }
-    }
-
-    /// Reads the payloads of popped messages through the prefetch buffer.
-    fn read(&self, items: Vec<Popped>) -> Result<Vec<Message>> {
-        let mut cache = self.cache.lock().unwrap();
-        let mut out = Vec::with_capacity(items.len());
-        for it in items {
-            let len = record_len(it.min.payload_len as usize) as u64;
-            let hit = cache.seq == it.min.seq
-                && it.min.offset >= cache.start
-                && it.min.offset + len <= cache.start + cache.data.len() as u64;
-            if !hit {
-                let want = len.max(self.cfg.prefetch_bytes as u64).min(it.seg_end.max(it.min.offset + len) - it.min.offset);
-                cache.data.resize(want as usize, 0);
-                let n = read_full(&*it.file, &mut cache.data, it.min.offset)
-                    .map_err(|e| Error::io(self.storage.path(&it.seg_name), "read", e))?;
-                cache.data.truncate(n);
-                cache.seq = it.min.seq;
-                cache.start = it.min.offset;
-            }
-            let at = (it.min.offset - cache.start) as usize;
-            let rec = &cache.data[at.min(cache.data.len())..];
-            let bad = |why: &str| Error::corrupt(self.storage.path(&it.seg_name), it.min.offset, why);
-            if rec.len() < len as usize {
-                return Err(bad("record cut short"));
-            }
-            let h = match RecordHeader::decode(rec) {
-                HeaderCheck::Valid(h) => h,
-                HeaderCheck::Bad(why) => return Err(bad(why)),
-                HeaderCheck::Zero => return Err(bad("record is zeroed")),
-            };
-            let payload = &rec[RECORD_HEADER_LEN..RECORD_HEADER_LEN + h.payload_len as usize];
-            if h.id != it.id || h.segment_seq != it.min.seq || !h.payload_ok(payload) {
-                return Err(bad("record changed since it was written (checksum or id mismatch)"));
-            }
-            out.push(Message {
-                id: it.id,
-                payload: payload.to_vec(),
-                attempts: it.min.attempts,
-                kind: h.kind,
-                enqueued_ns: h.enqueued_ns,
-            });
-        }
-        Ok(out)
-    }
-
-    /// The flusher thread: gathers, writes, syncs, publishes.
-    fn flusher_loop(self: Arc<Self>) {
-        loop {
-            let mut st = self.state.lock().unwrap();
-            loop {
-                let work = !st.chunks.is_empty() || !st.flags.is_empty() || st.sync_all;
-                if st.failed.is_some() || (st.closing && !work) {
-                    return;
-                }
-                if work {
-                    let waited = st.first_pending.map_or(Duration::ZERO, |t| t.elapsed());
-                    // As many records as the last batch: its producers are
-                    // all back, waiting longer would only add latency.
-                    let all_back = st.last_round_records > 0 && st.pending_records >= st.last_round_records;
-                    if st.flush_now || st.closing || all_back || waited >= self.cfg.batch_delay {
-                        break;
-                    }
-                    let nap = self.cfg.batch_delay - waited;
-                    st = self.work_cv.wait_timeout(st, nap).unwrap().0;
-                } else {
-                    st = self.work_cv.wait(st).unwrap();
-                }
-            }
-            let mut chunks = std::mem::take(&mut st.chunks);
-            let flags = std::mem::take(&mut st.flags);
-            let sync_all = std::mem::replace(&mut st.sync_all, false);
-            let round = st.open_round;
-            st.open_round += 1;
-            st.flush_now = false;
-            st.first_pending = None;
-            st.pending_bytes = 0;
-            if st.pending_records > 0 {
-                st.last_round_records = std::mem::take(&mut st.pending_records);
-            }
-            drop(st);
-
-            let result = self.write_round(&mut chunks, &flags, sync_all);
-            let mut st = self.state.lock().unwrap();
-            let retire = match result {
-                Ok((syncs, bytes)) => {
-                    st.stats.rounds += 1;
-                    st.stats.syncs += syncs;
-                    st.stats.bytes_written += bytes;
-                    self.publish(&mut st, chunks, &flags)
-                }
-                Err(e) => {
-                    st.failed = Some(e.to_string());
-                    Vec::new()
-                }
-            };
-            if st.failed.is_none() {
-                st.durable_round = round;
-                self.done_cv[(round % 2) as usize].notify_all();
-            } else {
-                self.wake_all();
-            }
-            self.ready_cv.notify_all();
-            let failed = st.failed.is_some();
-            let spare = !failed && !st.closing && !st.allocating && st.free.len() < self.cfg.spare_segments;
-            if spare {
-                st.allocating = true;
-            }
-            drop(st);
-            if failed {
-                return;
-            }
-            if let Err(e) = self.retire(retire) {
-                self.fail(e);
-                return;
-            }
-            if spare {
-                self.spawn_allocator();
-            }
-        }
-    }
-
-    fn wake_all(&self) {
-        for cv in &self.done_cv {
-            cv.notify_all();
-        }
-    }
-
-    fn fail(&self, e: Error) {
-        let mut st = self.state.lock().unwrap();
-        st.failed.get_or_insert(e.to_string());
-        self.wake_all();
-        self.ready_cv.notify_all();
-    }
-
-    /// Writes one round; returns (syncs, bytes). Flags first, then each
-    /// chunk written and synced in order (a batch is written only after
-    /// the one before is durable: the scan relies on it), then the files
-    /// that only got flags.
-    fn write_round(&self, chunks: &mut [Chunk], flags: &[(u64, u64)], sync_all: bool) -> Result<(u64, u64)> {
-        let sync = self.cfg.durability == Durability::Sync;
-        let mut syncs = 0;
-        let mut bytes = 0;
-        let mut dirty: BTreeMap<u64, (String, Arc<dyn StorageFile>)> = BTreeMap::new();
-        let segment = |seq: u64| {
-            let st = self.state.lock().unwrap();
-            let s = &st.segments[&seq];
-            (s.name.clone(), s.file.clone())
-        };
-        for &(seq, offset) in flags {
-            let (name, file) = segment(seq);
-            file.write_at(&[DELETED], offset + DELETE_FLAG_OFFSET)
-                .map_err(|e| Error::io(self.storage.path(&name), "write", e))?;
-            bytes += 1;
-            dirty.insert(seq, (name, file));
-        }
-        for chunk in chunks.iter_mut() {
-            if let Some(id_floor) = chunk.activate {
-                self.activate(chunk.seq, id_floor)?;
-            }
-            let (name, file) = segment(chunk.seq);
-            RecordHeader::add_flag(&mut chunk.buf[chunk.last_record..], FLAG_BATCH_END);
-            file.write_at(&chunk.buf, chunk.offset)
-                .map_err(|e| Error::io(self.storage.path(&name), "write", e))?;
-            bytes += chunk.buf.len() as u64;
-            if sync {
-                file.sync_data().map_err(|e| Error::io(self.storage.path(&name), "fdatasync", e))?;
-                syncs += 1;
-                dirty.remove(&chunk.seq);
-                check_linked(&*file, &self.storage.path(&name))?;
-            } else {
-                dirty.insert(chunk.seq, (name, file));
-            }
-        }
-        if sync_all && !sync {
-            let st = self.state.lock().unwrap();
-            for (&seq, s) in &st.segments {
-                dirty.insert(seq, (s.name.clone(), s.file.clone()));
-            }
-        }
-        if sync || sync_all {
-            for (name, file) in dirty.values() {
-                file.sync_data().map_err(|e| Error::io(self.storage.path(name), "fdatasync", e))?;
-                syncs += 1;
-            }
-        }
-        Ok((syncs, bytes))
-    }
-
-    /// Makes a round's records visible and applies its flags; returns the
-    /// segments that can now be recycled.
-    fn publish(&self, st: &mut State, chunks: Vec<Chunk>, flags: &[(u64, u64)]) -> Vec<u64> {
-        for chunk in chunks {
-            let end = chunk.offset + chunk.buf.len() as u64;
-            for (id, min) in chunk.records {
-                if let Some(old) = st.index.insert(id, min.clone()) {
-                    // The retry copy is durable: delete the old copy in a
-                    // later round.
-                    if old.state != MinState::Ready {
-                        st.in_flight -= 1;
-                    }
-                    st.flags.push((old.seq, old.offset));
-                    if st.first_pending.is_none() {
-                        st.first_pending = Some(Instant::now());
-                    }
-                }
-                push_ready(st, id, &min);
-                st.segments.get_mut(&chunk.seq).unwrap().live += 1;
-            }
-            let seg = st.segments.get_mut(&chunk.seq).unwrap();
-            seg.end = seg.end.max(end);
-            let left = st.unpublished.get_mut(&chunk.seq).unwrap();
-            *left -= 1;
-            if *left == 0 {
-                st.unpublished.remove(&chunk.seq);
-            }
-        }
-        let mut retire = Vec::new();
-        for &(seq, _) in flags {
-            let seg = st.segments.get_mut(&seq).unwrap();
-            seg.live -= 1;
-            if seg.live == 0 && seq != st.head_seq && !st.unpublished.contains_key(&seq) {
-                retire.push(seq);
-            }
-        }
-        retire
-    }
-
-    /// Recycles segments whose records are all deleted and durable: they
-    /// become free files, reused for later segments.
-    fn retire(&self, seqs: Vec<u64>) -> Result<()> {
-        if seqs.is_empty() {
-            return Ok(());
-        }
-        let mut done = Vec::new();
-        for seq in seqs {
-            let mut st = self.state.lock().unwrap();
-            let Some(seg) = st.segments.remove(&seq) else { continue };
-            let free = free_name(st.next_free);
-            st.next_free += 1;
-            drop(st);
-            self.storage
-                .rename(&seg.name, &free)
-                .map_err(|e| Error::io(self.storage.path(&seg.name), "rename", e))?;
-            done.push(free);
-        }
-        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
-        // Only now, and before the free files can be reused, does the
-        // manifest drop them (see `manifest.rs` for why in this order).
-        self.write_manifest(None)?;
-        let mut st = self.state.lock().unwrap();
-        st.stats.recycled += done.len() as u64;
-        st.free.extend(done);
-        Ok(())
-    }
-
-    /// Rewrites the manifest: the segments in use now; `clean` at a clean
-    /// close.
-    fn write_manifest(&self, clean: Option<Tail>) -> Result<()> {
-        let mut generation = self.manifest_generation.lock().unwrap();
-        *generation += 1;
-        let segments = self.state.lock().unwrap().segments.keys().copied().collect();
-        let m = Manifest { generation: *generation, clean, segments };
-        manifest::write(&*self.storage, &m).map_err(|e| Error::io(self.storage.path(manifest::MANIFEST), "write", e))
-    }
-
-    /// Sets up segment `seq` from a free file (or a new one): header,
-    /// sync, rename, directory sync, then the manifest lists it; all before
-    /// any record goes in.
-    fn activate(&self, seq: u64, id_floor: u64) -> Result<()> {
-        let mut from = None;
-        while let Some(name) = self.state.lock().unwrap().free.pop() {
-            // A free file made with another segment size is not reused.
-            let len = self.storage.open(&name).and_then(|f| f.len());
-            if len.is_ok_and(|l| l == self.cfg.segment_size) {
-                from = Some(name);
-                break;
-            }
-            self.storage.remove(&name).map_err(|e| Error::io(self.storage.path(&name), "remove", e))?;
-        }
-        let from = match from {
-            Some(name) => name,
-            None => self.create_free()?,
-        };
-        let name = seg_name(seq);
-        let io = |op, e| Error::io(self.storage.path(&from), op, e);
-        let file = self.storage.open(&from).map_err(|e| io("open", e))?;
-        let header = SegmentHeader {
-            segment_size: self.cfg.segment_size,
-            seq,
-            id_floor,
-            created_ns: self.clock.now_ns(),
-        };
-        file.write_at(&header.encode(), 0).map_err(|e| io("write", e))?;
-        file.sync_data().map_err(|e| io("fdatasync", e))?;
-        self.storage.rename(&from, &name).map_err(|e| io("rename", e))?;
-        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
-        let seg = Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN };
-        self.state.lock().unwrap().segments.insert(seq, seg);
-        self.write_manifest(None)
-    }
-
-    /// Writes a new free segment file (zeros, every byte written once so
-    /// that later syncs carry no metadata) and returns its name.
-    fn create_free(&self) -> Result<String> {
-        // Never start filling the disk with a file that cannot fit.
-        self.check_space("segment_size", 1)?;
-        let n = {
-            let mut st = self.state.lock().unwrap();
-            st.next_free += 1;
-            st.next_free - 1
-        };
-        let tmp = format!("tmp-{n:016x}.fq");
-        let name = free_name(n);
-        let io = |op, e| Error::io(self.storage.path(&tmp), op, e);
-        let file = self.storage.create(&tmp).map_err(|e| io("create", e))?;
-        zero_range(&*file, 0, self.cfg.segment_size).map_err(|e| io("write", e))?;
-        file.sync_data().map_err(|e| io("fdatasync", e))?;
-        self.storage.rename(&tmp, &name).map_err(|e| io("rename", e))?;
-        self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
-        Ok(name)
-    }
-
-    fn spawn_allocator(self: &Arc<Self>) {
-        let me = self.clone();
-        let mut slot = self.allocator.lock().unwrap();
-        if let Some(h) = slot.take() {
-            let _ = h.join();
-        }
-        *slot = std::thread::Builder::new()
-            .name("fastqueue-allocator".into())
-            .spawn(move || {
-                let made = me.create_free();
-                let mut st = me.state.lock().unwrap();
-                st.allocating = false;
-                if let Ok(name) = made {
-                    st.free.push(name);
-                }
-                // A failure here is not fatal: the flusher creates the
-                // segment itself when it needs one, and reports errors.
-            })
-            .ok();
-    }
 }

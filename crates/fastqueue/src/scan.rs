@@ -485,6 +485,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
             let incomplete = if last_end { last_batch + 1 } else { last_batch };
             let newest_unsynced = incomplete + (PIPELINE_DEPTH as u64 - 1);
             let mut stale_end = None;
+            let mut stale_messages = 0;
             let mut first_valid = None;
             let mut later = false;
             let mut p = off + RECORD_ALIGN;
@@ -496,6 +497,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                     break;
                 }
                 stale_end = Some(at + h.record_len());
+                stale_messages += u64::from(h.is_message());
                 p = at + RECORD_ALIGN;
             }
             if let (true, Some((resume, batch))) = (later, first_valid) {
@@ -536,7 +538,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                     seg: i,
                     offset: from,
                     zero_to: stale_end.unwrap_or(off).max(off) as u64,
-                    dropped_records: (before - out.records.len()) as u64,
+                    dropped_records: (before - out.records.len()) as u64 + stale_messages,
                     reason: bad.unwrap_or("incomplete last batch").to_string(),
                 });
                 end = from as usize;

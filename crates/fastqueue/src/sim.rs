@@ -58,6 +58,7 @@ struct SimState {
     crashed: bool,
     locked: bool,
     available: Option<u64>,
+    sync_delay: std::time::Duration,
 }
 
 fn crashed() -> io::Error {
@@ -222,6 +223,13 @@ impl SimStorage {
         st.dir.get(name).map(|&ino| st.inodes[ino].data.clone())
     }
 
+    /// Makes every `fdatasync` take `delay` (slept outside the storage's
+    /// lock, as a real sync lets other calls proceed), so that the writer's
+    /// pipeline overlaps rounds in tests. Not carried to crash images.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        self.state.lock().unwrap().sync_delay = delay;
+    }
+
     /// Sets the free space [`Storage::available_bytes`] reports (default:
     /// unknown, no limit).
     pub fn set_available(&self, bytes: Option<u64>) {
@@ -283,6 +291,10 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let delay = self.state.lock().unwrap().sync_delay;
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
         let mut st = self.state.lock().unwrap();
         st.step()?;
         let inode = &mut st.inodes[self.ino];

@@ -196,6 +196,7 @@ impl PyFastQueue {
         d.set_item("acked", s.acked)?;
         d.set_item("rounds", s.rounds)?;
         d.set_item("syncs", s.syncs)?;
+        d.set_item("pipelined", s.pipelined)?;
         d.set_item("bytes_written", s.bytes_written)?;
         d.set_item("recycled", s.recycled)?;
         d.set_item("open_messages", s.open.messages)?;
