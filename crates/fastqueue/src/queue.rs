@@ -309,9 +309,10 @@ struct State {
     unpublished: HashMap<u64, u32>,
     flags: Vec<(u64, u64)>,
     pending_bytes: usize,
-    /// Records in the open batch, and in the last batch written.
-    pending_records: usize,
-    last_round_records: usize,
+    /// Callers waiting for the open round (one per record, one per
+    /// `ack_many`), and for the last round closed.
+    pending_waiters: usize,
+    last_round_waiters: usize,
     first_pending: Option<Instant>,
     flush_now: bool,
     sync_all: bool,
@@ -759,6 +760,9 @@ impl FastQueue {
         if st.first_pending.is_none() {
             st.first_pending = Some(Instant::now());
         }
+        // A caller waiting, like a producer: with as many waiting as in the
+        // last round the round closes without waiting for the timer.
+        st.pending_waiters += 1;
         let ticket = st.open_round;
         self.inner.work_cv.notify_one();
         self.inner.wait_round(st, ticket)

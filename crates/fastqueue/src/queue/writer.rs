@@ -143,7 +143,7 @@ impl Inner {
             },
         ));
         st.pending_bytes += need as usize;
-        st.pending_records += 1;
+        st.pending_waiters += 1;
         st.stats.enqueued += u64::from(kind == QueueKind::Main);
         if st.first_pending.is_none() {
             st.first_pending = Some(Instant::now());
@@ -152,7 +152,7 @@ impl Inner {
         if st.pending_bytes >= self.cfg.batch_bytes {
             st.flush_now = true;
             self.work_cv.notify_one();
-        } else if st.pending_records == st.last_round_records {
+        } else if st.pending_waiters == st.last_round_waiters {
             // The flusher waits on its timer; this record completes the
             // batch early (see `flusher_loop`).
             self.work_cv.notify_one();
@@ -369,7 +369,7 @@ impl Inner {
                     let waited = st.first_pending.map_or(Duration::ZERO, |t| t.elapsed());
                     // As many records as the last round: its producers are
                     // all back, waiting longer would only add latency.
-                    let all_back = st.last_round_records > 0 && st.pending_records >= st.last_round_records;
+                    let all_back = st.last_round_waiters > 0 && st.pending_waiters >= st.last_round_waiters;
                     if st.flush_now || st.closing || all_back || waited >= self.cfg.batch_delay {
                         break;
                     }
@@ -396,8 +396,8 @@ impl Inner {
             st.flush_now = false;
             st.first_pending = None;
             st.pending_bytes = 0;
-            if st.pending_records > 0 {
-                st.last_round_records = std::mem::take(&mut st.pending_records);
+            if st.pending_waiters > 0 {
+                st.last_round_waiters = std::mem::take(&mut st.pending_waiters);
             }
             // Room in the pipeline; a barrier round needs all of it.
             let barrier = sync_all || chunks.iter().any(|c| c.activate.is_some());
