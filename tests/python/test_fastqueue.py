@@ -194,11 +194,15 @@ def test_second_process_gets_a_clear_error(tmp_path: Path) -> None:
 
 def test_cli_bench_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["queue", "bench", "--dir", str(tmp_path), "--sizes", "256", "--producers", "2"]
-    argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message,device"]
+    argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message,device,fio"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for peer in ("fastqueue", "file-per-message", "device"):
+    for peer in ("fastqueue", "file-per-message", "device", "fio"):
         assert peer in out
+    # The fio row comes first in its group: the later rows show their share.
+    fq = next(line for line in out.splitlines() if " fastqueue " in line)
+    assert fq.rstrip().endswith("%"), fq
+    assert "sync p50" in out and "load" in out
     assert main(["queue", "bench", "--peers", "nosuch"]) == 2
 
 

@@ -412,6 +412,42 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
     })
 }
 
+/// What one sync costs here and now: `count` rounds of a 4 KiB write into
+/// a preallocated file and its `fdatasync`, in `dir`; returns the p50 and
+/// p99 latency in microseconds. The benchmark takes it at the start of
+/// each group of cases, as the "one sync" of the latency goal.
+pub fn sync_probe(dir: &Path, count: usize) -> Result<(f64, f64), String> {
+    use std::os::unix::fs::FileExt;
+    if count == 0 || count > 100_000 {
+        return Err(format!("count: {count} is not between 1 and 100000"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("sync-probe.bin");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let block = vec![0x3Cu8; 4096];
+    let slots = 256u64;
+    for i in 0..slots {
+        f.write_all_at(&block, i * 4096).map_err(|e| e.to_string())?;
+    }
+    f.sync_all().map_err(|e| e.to_string())?;
+    let mut lat = Vec::with_capacity(count);
+    for i in 0..count as u64 {
+        let t0 = Instant::now();
+        f.write_all_at(&block, (i % slots) * 4096).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        lat.push(t0.elapsed().as_nanos() as u64);
+    }
+    let _ = std::fs::remove_file(&path);
+    lat.sort_unstable();
+    Ok((percentile(&lat, 0.5), percentile(&lat, 0.99)))
+}
+
 /// What [`recovery`] measured.
 #[derive(Clone, Debug)]
 pub struct Recovery {

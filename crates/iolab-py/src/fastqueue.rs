@@ -360,6 +360,12 @@ fn fastqueue_bench<'py>(
     Ok(d)
 }
 
+/// p50 and p99 latency (us) of a 4 KiB write and its fdatasync in `dir`.
+#[pyfunction]
+fn fastqueue_sync_probe(py: Python<'_>, dir: PathBuf, count: usize) -> PyResult<(f64, f64)> {
+    py.allow_threads(|| fastqueue::bench::sync_probe(&dir, count)).map_err(QueueError::new_err)
+}
+
 /// Times the open of a queue of `bytes` (filled first, then evicted from
 /// the page cache).
 #[pyfunction]
@@ -391,5 +397,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fastqueue_repair, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_bench, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_recovery, m)?)?;
+    m.add_function(wrap_pyfunction!(fastqueue_sync_probe, m)?)?;
     Ok(())
 }

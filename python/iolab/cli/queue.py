@@ -18,6 +18,7 @@ from iolab.cli.errors import UserError
 SIZES = [256, 1024, 8192, 65536]
 PRODUCERS = [1, 4, 16, 64]
 PERSIST_QUEUE = "persist-queue"
+FIO = "fio"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -213,6 +214,81 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
     }
 
 
+def _fio_case(size: int, seconds: float, max_bytes: int, root: str) -> dict[str, Any]:
+    """The device's sequential-write bandwidth, measured by fio in the same
+    run: 1 MiB direct writes (no page cache), libaio, 16 in flight, over a
+    file written once before (as FastQueue's preallocated segments are),
+    fsync at the end. Its "msg/s" is the bandwidth in messages of ``size``."""
+    import subprocess
+
+    from iolab.bench.fio import find_fio, parse
+
+    path = os.path.join(root, FIO)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    mib = max(16, max_bytes >> 20)
+    cmd = [
+        find_fio(), "--name=seqwrite", f"--directory={path}", "--rw=write", "--bs=1M", f"--size={mib}M",
+        "--ioengine=libaio", "--iodepth=16", "--direct=1", "--overwrite=1", "--end_fsync=1",
+        f"--runtime={max(1, round(seconds * 1000))}ms", "--lat_percentiles=1", "--output-format=json",
+    ]  # fmt: skip
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    if out.returncode != 0:
+        raise UserError(f"fio failed ({' '.join(cmd)}): {out.stderr.strip()[:400]}")
+    st = parse(out.stdout).jobs[0].stats["write"]
+    return {
+        "messages": st.io_bytes // size,
+        "write_seconds": st.runtime_ms / 1e3,
+        "write_msgs_per_s": st.bw_bytes / size,
+        "write_mb_per_s": st.bw_bytes / 1e6,
+        "p50_us": st.percentiles.get(50.0, 0.0) / 1e3,
+        "p99_us": st.percentiles.get(99.0, 0.0) / 1e3,
+        "read_msgs_per_s": 0.0,
+    }
+
+
+def _load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def _goals(results: list[dict[str, Any]], batch_delay: float) -> list[str]:
+    """The speed goals of issue 11 (part 5), judged on this run's rows."""
+    rows = {(r["peer"], r["size"], r["producers"]): r for r in results if "size" in r}
+    syncs = {(r["size"], r["producers"]): r for r in results if r.get("peer") == "sync-probe"}
+    out = []
+    for size in (256, 8192):
+        fq, probe = rows.get(("fastqueue", size, 16)), syncs.get((size, 16))
+        if fq and probe:
+            bound = batch_delay * 1e6 + probe["p50_us"]
+            verdict = "met" if fq["p99_us"] <= bound else "NOT met"
+            out.append(
+                f"p99 enqueue latency, {size} B x 16 producers: {fq['p99_us']:.0f} us; goal <= batch timer "
+                f"{batch_delay * 1e6:.0f} us + one sync (p50 {probe['p50_us']:.0f} us in this group) = {bound:.0f} us: {verdict}"
+            )
+    for (peer, size, prod), fq in sorted(rows.items()):
+        base = rows.get(("file-per-message", size, prod))
+        if peer == "fastqueue" and size >= 65536 and base and base["read_msgs_per_s"]:
+            ratio = fq["read_msgs_per_s"] / base["read_msgs_per_s"]
+            verdict = "met" if ratio >= 10 else "NOT met"
+            out.append(
+                f"reading {size} B messages, {prod} producers: {fq['read_msgs_per_s']:.0f} vs "
+                f"{base['read_msgs_per_s']:.0f} msg/s = {ratio:.1f}x the file-per-message baseline; goal >= 10x: {verdict}"
+            )
+    for (peer, size, prod), fq in sorted(rows.items()):
+        dev = rows.get((FIO, size, prod))
+        if peer == "fastqueue" and prod == 64 and dev and dev["write_mb_per_s"]:
+            share = fq["write_mb_per_s"] / dev["write_mb_per_s"]
+            verdict = "met" if share >= 0.7 else "NOT met"
+            out.append(
+                f"bandwidth, {size} B x 64 producers: {fq['write_mb_per_s']:.0f} MB/s = {share:.0%} of fio's "
+                f"sequential writes ({dev['write_mb_per_s']:.0f} MB/s) in the same group; goal >= 70%: {verdict}"
+            )
+    return out
+
+
 def _have_persist_queue() -> bool:
     try:
         import persistqueue  # type: ignore[import-untyped]  # noqa: F401
@@ -224,9 +300,10 @@ def _have_persist_queue() -> bool:
 def cmd_bench(args: argparse.Namespace) -> int:
     from iolab import _iolab
 
-    # The baseline first, so that every row can show its ratio to it.
+    # The baseline and fio first, so that every row can show its ratio to
+    # them.
     rust_peers = ["file-per-message"] + [p for p in _iolab.FASTQUEUE_PEERS if p != "file-per-message"]
-    all_peers = rust_peers[:4] + [PERSIST_QUEUE] + rust_peers[4:]
+    all_peers = rust_peers[:1] + [FIO] + rust_peers[1:4] + [PERSIST_QUEUE] + rust_peers[4:]
     limits = _iolab.FASTQUEUE_BENCH_LIMITS
     _number(args.seconds, "seconds", 0, limits["seconds"])
     _number(args.batch_delay, "batch-delay", 0, 10, low_open=False)
@@ -247,6 +324,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if PERSIST_QUEUE in peers and not _have_persist_queue():
         print(f"note: {PERSIST_QUEUE} is not installed (pip install persist-queue); its rows are skipped")
         peers = [p for p in peers if p != PERSIST_QUEUE]
+    if FIO in peers and shutil.which("fio") is None:
+        print("note: fio is not installed (`make deps`, or apt-get install fio); its rows are skipped")
+        peers = [p for p in peers if p != FIO]
 
     tmp: Optional[tempfile.TemporaryDirectory[str]] = None
     if args.dir:
@@ -259,17 +339,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
         f"# iolab queue bench: durable writes (each call returns after the data is synced), "
         f"{seconds:g} s or {args.max_mib} MiB per case, batch timer {args.batch_delay * 1e3:g} ms, in {root}"
     )
-    head = f"{'size':>6} {'prod':>4}  {'peer':<17} {'msg/s':>10} {'MB/s':>8} {'p50 us':>9} {'p99 us':>9} {'read msg/s':>11} {'vs fpm':>7}"
+    print(
+        "# vs fpm: write rate / the file-per-message baseline's; vs fio: MB/s / fio's sequential writes "
+        "(1 MiB direct, 16 in flight); sync: p50/p99 of a 4 KiB write + fdatasync, taken at the start of each group"
+    )
+    head = (
+        f"{'size':>6} {'prod':>4}  {'peer':<17} {'msg/s':>10} {'MB/s':>8} {'p50 us':>9} {'p99 us':>9} "
+        f"{'read msg/s':>11} {'vs fpm':>7} {'vs fio':>7}"
+    )
     print(head)
     print("-" * len(head))
-    results = []
+    results: list[dict[str, Any]] = []
     try:
         for size in sizes:
             for prod in producers:
-                baseline = None
+                p50, p99 = _iolab.fastqueue_sync_probe(os.path.join(root, "probe"), 200)
+                print(f"# {size} B x {prod} producers: sync p50 {p50:.0f} us, p99 {p99:.0f} us; {_load()}", flush=True)
+                results.append({"peer": "sync-probe", "size": size, "producers": prod, "p50_us": p50, "p99_us": p99})
+                baseline = device = None
                 for peer in peers:
                     if peer == PERSIST_QUEUE:
                         r = _persist_queue_case(size, prod, seconds, args.max_mib << 20, root)
+                    elif peer == FIO:
+                        r = _fio_case(size, seconds, args.max_mib << 20, root)
+                        device = r["write_mb_per_s"]
                     else:
                         r = dict(
                             _iolab.fastqueue_bench(
@@ -279,18 +372,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     if peer == "file-per-message":
                         baseline = r["write_msgs_per_s"]
                     ratio = f"{r['write_msgs_per_s'] / baseline:6.1f}x" if baseline else ""
+                    share = f"{r['write_mb_per_s'] / device:6.0%}" if device else ""
                     read = f"{r['read_msgs_per_s']:11.0f}" if r["read_msgs_per_s"] else f"{'-':>11}"
-                    lat = (
-                        f"{r['p50_us']:9.0f} {r['p99_us']:9.0f}"
-                        if peer != "device"
-                        else f"{'(sync/MiB)':>9} {r['p99_us']:9.0f}"
-                    )
+                    if peer == "device":
+                        lat = f"{'(sync/MiB)':>9} {r['p99_us']:9.0f}"
+                    elif peer == FIO:
+                        lat = f"{'(per MiB)':>9} {r['p99_us']:9.0f}"
+                    else:
+                        lat = f"{r['p50_us']:9.0f} {r['p99_us']:9.0f}"
                     print(
                         f"{size:>6} {prod:>4}  {peer:<17} {r['write_msgs_per_s']:10.0f} "
-                        f"{r['write_mb_per_s']:8.1f} {lat} {read} {ratio:>7}",
+                        f"{r['write_mb_per_s']:8.1f} {lat} {read} {ratio:>7} {share:>7}",
                         flush=True,
                     )
-                    results.append({"peer": peer, "size": size, "producers": prod, **r})
+                    results.append({"peer": peer, "size": size, "producers": prod, "load": os.getloadavg()[0], **r})
         if args.recovery_mib:
             rec = dict(_iolab.fastqueue_recovery(os.path.join(root, "recovery"), args.recovery_mib << 20))
             print(
@@ -298,6 +393,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"page cache evicted): {rec['seconds']:.2f} s ({rec['bytes'] / rec['seconds'] / 1e6:.0f} MB/s)"
             )
             results.append({"peer": "recovery", **rec})
+        goals = _goals(results, args.batch_delay)
+        if goals:
+            print("goals (issue 11, part 5), judged on this run:")
+            for line in goals:
+                print(f"  {line}")
     finally:
         if tmp is not None:
             tmp.cleanup()
