@@ -115,7 +115,7 @@ class FastQueue:
         path: PathLike,
         *,
         segment_size: int = 64 << 20,
-        batch_bytes: int = 1 << 20,
+        batch_bytes: int = 8 << 20,
         batch_delay: float = 0.001,
         durability: Literal["sync", "os"] = "sync",
         prefetch_bytes: int = 1 << 20,

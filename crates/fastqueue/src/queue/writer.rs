@@ -32,11 +32,13 @@ use super::*;
 
 /// Opens a chunk (a new batch, with its own number) at the head.
 pub(super) fn new_chunk(st: &mut State, activate: Option<u64>) {
+    let mut buf = st.buf_pool.pop().unwrap_or_default();
+    buf.clear();
     let chunk = Chunk {
         seq: st.head_seq,
         offset: st.head_off,
         batch: st.next_batch,
-        buf: Vec::new(),
+        buf,
         last_record: 0,
         activate,
         records: Vec::new(),
@@ -212,6 +214,9 @@ impl Inner {
                 }
                 push_ready(st, id, &min);
                 st.segments.get_mut(&chunk.seq).unwrap().live += 1;
+            }
+            if st.buf_pool.len() <= PIPELINE_DEPTH && chunk.buf.capacity() <= 2 * self.cfg.batch_bytes.max(1 << 20) {
+                st.buf_pool.push(chunk.buf);
             }
             let seg = st.segments.get_mut(&chunk.seq).unwrap();
             seg.end = seg.end.max(end);
