@@ -286,6 +286,8 @@ struct Round {
     synced: bool,
     syncs: u64,
     bytes: u64,
+    /// Callers waiting for it.
+    waiters: usize,
 }
 
 /// Condition variables for round completion: enough that the rounds in
@@ -316,9 +318,12 @@ struct State {
     buf_pool: Vec<Vec<u8>>,
     pending_bytes: usize,
     /// Callers waiting for the open round (one per record, one per
-    /// `ack_many`), and for the last round closed.
+    /// `ack_many`), for rounds closed and not completed, and how many were
+    /// waiting in all when the last round closed: the writer's estimate of
+    /// the active callers (see `writer.rs`, `all_back`).
     pending_waiters: usize,
-    last_round_waiters: usize,
+    inflight_waiters: usize,
+    expected_waiters: usize,
     first_pending: Option<Instant>,
     flush_now: bool,
     sync_all: bool,

@@ -3,8 +3,8 @@
 //! Producers encode their record into the open batch under the state lock
 //! (`append`) and sleep until its round is durable (`wait_round`). The
 //! writer thread closes a round when it holds `batch_bytes`, when
-//! `batch_delay` has passed since its first record, when it holds as many
-//! records as the previous round (its producers are all back: waiting
+//! `batch_delay` has passed since its first record, when every caller not
+//! already waiting for a round in flight has arrived (`all_back`: waiting
 //! longer only adds latency), or on `flush`; it writes the round (one write
 //! call per segment, plus the 1-byte delete flags of acknowledgements) and
 //! hands it to a syncer thread, then goes on gathering the next round.
@@ -154,9 +154,9 @@ impl Inner {
         if st.pending_bytes >= self.cfg.batch_bytes {
             st.flush_now = true;
             self.work_cv.notify_one();
-        } else if st.pending_waiters == st.last_round_waiters {
-            // The flusher waits on its timer; this record completes the
-            // batch early (see `flusher_loop`).
+        } else if all_back(st) {
+            // The writer waits on its timer; this record completes the
+            // round early.
             self.work_cv.notify_one();
         }
         st.open_round
@@ -372,10 +372,7 @@ impl Inner {
                 }
                 if work {
                     let waited = st.first_pending.map_or(Duration::ZERO, |t| t.elapsed());
-                    // As many records as the last round: its producers are
-                    // all back, waiting longer would only add latency.
-                    let all_back = st.last_round_waiters > 0 && st.pending_waiters >= st.last_round_waiters;
-                    if st.flush_now || st.closing || all_back || waited >= self.cfg.batch_delay {
+                    if st.flush_now || st.closing || all_back(&st) || waited >= self.cfg.batch_delay {
                         break;
                     }
                     let nap = self.cfg.batch_delay - waited;
@@ -401,8 +398,10 @@ impl Inner {
             st.flush_now = false;
             st.first_pending = None;
             st.pending_bytes = 0;
-            if st.pending_waiters > 0 {
-                st.last_round_waiters = std::mem::take(&mut st.pending_waiters);
+            let waiters = std::mem::take(&mut st.pending_waiters);
+            if waiters > 0 {
+                st.expected_waiters = waiters + st.inflight_waiters;
+                st.inflight_waiters += waiters;
             }
             // Room in the pipeline; a barrier round needs all of it.
             let barrier = sync_all || chunks.iter().any(|c| c.activate.is_some());
@@ -433,7 +432,7 @@ impl Inner {
                 st.stats.pipelined += 1;
             }
             let synced = barrier || !sync || files.is_empty();
-            st.written.push_back(Round { number, chunks, flags, files, claimed: synced, synced, syncs, bytes });
+            st.written.push_back(Round { number, chunks, flags, files, claimed: synced, synced, syncs, bytes, waiters });
             if synced {
                 self.complete(&mut st);
             } else {
@@ -492,6 +491,7 @@ impl Inner {
     fn complete(&self, st: &mut State) {
         while st.written.front().is_some_and(|r| r.synced) {
             let round = st.written.pop_front().unwrap();
+            st.inflight_waiters -= round.waiters;
             st.stats.rounds += 1;
             st.stats.syncs += round.syncs;
             st.stats.bytes_written += round.bytes;
@@ -612,6 +612,19 @@ impl Inner {
         }
         Ok(files.len() as u64)
     }
+}
+
+/// Whether the open round should close without waiting for its timer:
+/// every caller that is not already waiting for a round in flight has
+/// arrived. `expected_waiters` (how many were waiting in all when the last
+/// round closed) estimates the active callers: closed-loop producers come
+/// back as soon as their round completes, so waiting longer would only add
+/// latency; a caller that is slower still gets the timer. With rounds in
+/// flight this closes a round of the callers that are free, so that it is
+/// written while the earlier round syncs, instead of waiting for the
+/// callers of that round (issue 11, part 5).
+fn all_back(st: &State) -> bool {
+    st.expected_waiters > 0 && st.pending_waiters >= st.expected_waiters.saturating_sub(st.inflight_waiters).max(1)
 }
 
 /// What writing a round gave: the files still to sync, the syncs done, the
