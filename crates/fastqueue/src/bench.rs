@@ -321,13 +321,7 @@ fn device(case: &Case) -> Result<Outcome, String> {
     use std::os::unix::fs::FileExt;
     let path = case.dir.join("device.bin");
     let total = case.max_bytes.max(1 << 20).next_multiple_of(1 << 20);
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| e.to_string())?;
+    let f = scratch_file(&path)?;
     let chunk = vec![0x5Au8; 1 << 20];
     let mut at = 0;
     while at < total {
@@ -359,6 +353,17 @@ fn device(case: &Case) -> Result<Outcome, String> {
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: 0.0,
     })
+}
+
+/// An empty file to write into (created, or truncated).
+fn scratch_file(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Runs one case. The directory is emptied afterwards.
@@ -423,13 +428,7 @@ pub fn sync_probe(dir: &Path, count: usize) -> Result<(f64, f64), String> {
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join("sync-probe.bin");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let f = scratch_file(&path)?;
     let block = vec![0x3Cu8; 4096];
     let slots = 256u64;
     for i in 0..slots {

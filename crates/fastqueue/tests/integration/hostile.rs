@@ -18,8 +18,7 @@ use super::drain;
 /// The issue's queue: 200 messages of 1,000 bytes in 64 KiB segments
 /// (four segments, 57 messages in a full one).
 fn issue_queue(dir: &Path) -> Vec<u64> {
-    let cfg = Config { segment_size: 65536, batch_delay: Duration::ZERO, ..Config::default() };
-    let q = FastQueue::open(dir, cfg).unwrap();
+    let q = FastQueue::open(dir, cfg()).unwrap();
     let ids = (0..200u32).map(|i| q.enqueue(&[(i % 251) as u8; 1000]).unwrap()).collect();
     q.close().unwrap();
     ids
