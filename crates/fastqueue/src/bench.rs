@@ -95,6 +95,11 @@ pub struct Outcome {
     pub p99_us: f64,
     /// Messages per second read back and deleted (0: not measured).
     pub read_msgs_per_s: f64,
+    /// FastQueue only: median and 99th percentile of its own `fdatasync`
+    /// calls during the case, microseconds (0 for the others).
+    pub sync_p50_us: f64,
+    /// See `sync_p50_us`.
+    pub sync_p99_us: f64,
 }
 
 /// A store under test.
@@ -102,6 +107,10 @@ trait Store: Sync {
     fn put(&self, payload: &[u8]) -> Result<(), String>;
     /// Reads and deletes everything; returns the count.
     fn drain(&self) -> Result<u64, String>;
+    /// Latency of the store's own syncs (p50, p99 us), where it knows.
+    fn sync_latency(&self) -> (f64, f64) {
+        (0.0, 0.0)
+    }
 }
 
 struct Fq(FastQueue);
@@ -121,6 +130,10 @@ impl Store for Fq {
             let ids: Vec<u64> = batch.iter().map(|m| m.id).collect();
             self.0.ack_many(&ids).map_err(|e| e.to_string())?;
         }
+    }
+    fn sync_latency(&self) -> (f64, f64) {
+        let s = self.0.stats();
+        (s.sync_p50_us, s.sync_p99_us)
     }
 }
 
@@ -352,6 +365,8 @@ fn device(case: &Case) -> Result<Outcome, String> {
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: 0.0,
+        sync_p50_us: 0.0,
+        sync_p99_us: 0.0,
     })
 }
 
@@ -400,6 +415,7 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         other => return Err(format!("unknown peer '{other}'; expected one of: {}", PEERS.join(", "))),
     };
     let (messages, secs, lat) = produce(&*store, case)?;
+    let (sync_p50_us, sync_p99_us) = store.sync_latency();
     let t0 = Instant::now();
     let read = store.drain()?;
     let read_secs = t0.elapsed().as_secs_f64();
@@ -414,6 +430,8 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: if read_secs > 0.0 { read as f64 / read_secs } else { 0.0 },
+        sync_p50_us,
+        sync_p99_us,
     })
 }
 

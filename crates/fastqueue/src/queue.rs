@@ -212,6 +212,11 @@ pub struct Stats {
     /// Rounds written while an earlier round's sync was still running
     /// (the pipelined writer at work).
     pub pipelined: u64,
+    /// Median and 99th percentile of the last (up to 4,096) `fdatasync`
+    /// calls of the writer, microseconds: what "one sync" costs here.
+    pub sync_p50_us: f64,
+    /// See `sync_p50_us`.
+    pub sync_p99_us: f64,
     /// Bytes written since open (records and flags).
     pub bytes_written: u64,
     /// Segments recycled since open.
@@ -347,6 +352,8 @@ struct State {
     /// Visibility deadlines of deliveries: (deadline ns, id).
     leases: BTreeSet<(u64, u64)>,
     in_flight: u64,
+    /// Durations of the last `fdatasync` calls, microseconds.
+    sync_times: VecDeque<u32>,
     stats: Stats,
 }
 
@@ -866,6 +873,10 @@ impl FastQueue {
         s.retry = ready(QueueKind::Retry);
         s.dead = ready(QueueKind::Dead);
         s.in_flight = st.in_flight;
+        let mut times: Vec<u32> = st.sync_times.iter().copied().collect();
+        times.sort_unstable();
+        let pct = |p: f64| times.get(((times.len() as f64 - 1.0) * p).round() as usize).map_or(0.0, |&t| t as f64);
+        (s.sync_p50_us, s.sync_p99_us) = (pct(0.5), pct(0.99));
         s.segments = st.segments.len();
         s.free_segments = st.free.len();
         s

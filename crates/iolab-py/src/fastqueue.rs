@@ -197,6 +197,8 @@ impl PyFastQueue {
         d.set_item("rounds", s.rounds)?;
         d.set_item("syncs", s.syncs)?;
         d.set_item("pipelined", s.pipelined)?;
+        d.set_item("sync_p50_us", s.sync_p50_us)?;
+        d.set_item("sync_p99_us", s.sync_p99_us)?;
         d.set_item("bytes_written", s.bytes_written)?;
         d.set_item("recycled", s.recycled)?;
         d.set_item("open_messages", s.open.messages)?;
@@ -357,6 +359,8 @@ fn fastqueue_bench<'py>(
     d.set_item("p50_us", o.p50_us)?;
     d.set_item("p99_us", o.p99_us)?;
     d.set_item("read_msgs_per_s", o.read_msgs_per_s)?;
+    d.set_item("sync_p50_us", o.sync_p50_us)?;
+    d.set_item("sync_p99_us", o.sync_p99_us)?;
     Ok(d)
 }
 

@@ -23,7 +23,7 @@
 //! it waits until every earlier round is durable and syncs itself, so no
 //! segment ever follows an unsynced one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
@@ -465,9 +465,17 @@ impl Inner {
                 st = self.state.lock().unwrap();
                 match result {
                     Ok(n) => {
-                        if let Some(round) = st.written.iter_mut().find(|r| r.number == number) {
-                            round.synced = true;
-                            round.syncs += n;
+                        st.stats.syncs += n;
+                        // `fdatasync` makes durable everything written to
+                        // the file before it was called: every earlier
+                        // round was written before this one, so those whose
+                        // files this sync covered are durable too, even if
+                        // their own sync is still running.
+                        let synced: BTreeSet<&str> = files.iter().map(|f| f.0.as_str()).collect();
+                        for round in st.written.iter_mut().take_while(|r| r.number <= number) {
+                            if round.number == number || round.files.iter().all(|f| synced.contains(f.0.as_str())) {
+                                round.synced = true;
+                            }
                         }
                         self.complete(&mut st);
                     }
@@ -607,7 +615,15 @@ impl Inner {
     fn sync_files(&self, files: &[SegFile]) -> Result<u64> {
         for (name, file) in files {
             let path = self.storage.path(name);
+            let t0 = Instant::now();
             file.sync_data().map_err(|e| Error::io(&path, "fdatasync", e))?;
+            let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
+            let mut st = self.state.lock().unwrap();
+            if st.sync_times.len() == 4096 {
+                st.sync_times.pop_front();
+            }
+            st.sync_times.push_back(us);
+            drop(st);
             check_linked(&**file, &path)?;
         }
         Ok(files.len() as u64)
