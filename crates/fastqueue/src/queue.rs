@@ -338,7 +338,7 @@ struct State {
     written: VecDeque<Round>,
     /// The writer thread has exited (closing): syncers finish and exit.
     writer_done: bool,
-    /// Segments to recycle, found at completion; the writer renames them.
+    /// Segments to recycle, found at completion; the recycler renames them.
     retire_pending: Vec<u64>,
     failed: Option<String>,
     closing: bool,
@@ -378,6 +378,8 @@ struct Inner {
     room_cv: Condvar,
     /// Syncers wait here for written rounds.
     sync_cv: Condvar,
+    /// The recycler waits here for segments to recycle.
+    recycle_cv: Condvar,
     /// Producers and ackers wait for round `r` on `done_cv[r % DONE_CVS]`:
     /// a finished round wakes only its own waiters, not those of the rounds
     /// behind it.
@@ -510,6 +512,7 @@ impl FastQueue {
             work_cv: Condvar::new(),
             room_cv: Condvar::new(),
             sync_cv: Condvar::new(),
+            recycle_cv: Condvar::new(),
             done_cv: std::array::from_fn(|_| Condvar::new()),
             ready_cv: Condvar::new(),
             cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
@@ -583,7 +586,8 @@ impl FastQueue {
         };
         let started = spawn("writer", Inner::writer_loop, &mut threads).and_then(|_| {
             let syncers = if inner.cfg.durability == Durability::Sync { PIPELINE_DEPTH } else { 0 };
-            (0..syncers).try_for_each(|_| spawn("syncer", Inner::syncer_loop, &mut threads))
+            (0..syncers).try_for_each(|_| spawn("syncer", Inner::syncer_loop, &mut threads))?;
+            spawn("recycler", Inner::recycler_loop, &mut threads)
         });
         let q = FastQueue { inner, threads: Mutex::new(threads) };
         started.map(|_| q)
@@ -920,7 +924,8 @@ impl FastQueue {
             st.sync_all = true;
             self.inner.work_cv.notify_all();
         }
-        // The writer first (it ends the rounds), then the syncers.
+        // The writer first (it ends the rounds), then the syncers, then the
+        // recycler.
         for h in std::mem::take(&mut *self.threads.lock().unwrap()) {
             let _ = h.join();
         }

@@ -19,7 +19,8 @@
 //! what a crash can leave: up to `PIPELINE_DEPTH` rounds written and not
 //! synced, hence that many incomplete batches at the end of the newest
 //! segment, none of them acknowledged (the scan drops them, see
-//! `scan.rs`). A round that opens a segment, or a `flush`, is a barrier:
+//! `scan.rs`). Segments whose records are all acknowledged are recycled
+//! by a thread of their own (`recycler_loop`), off the rounds' path. A round that opens a segment, or a `flush`, is a barrier:
 //! it waits until every earlier round is durable and syncs itself, so no
 //! segment ever follows an unsynced one.
 
@@ -361,13 +362,11 @@ impl Inner {
                 if st.failed.is_some() {
                     return;
                 }
-                if !st.retire_pending.is_empty() {
-                    break;
-                }
                 let work = !st.chunks.is_empty() || !st.flags.is_empty() || st.sync_all;
                 if st.closing && !work {
                     st.writer_done = true;
                     self.sync_cv.notify_all();
+                    self.recycle_cv.notify_all();
                     return;
                 }
                 if work {
@@ -380,15 +379,6 @@ impl Inner {
                 } else {
                     st = self.work_cv.wait(st).unwrap();
                 }
-            }
-            if !st.retire_pending.is_empty() {
-                let seqs = std::mem::take(&mut st.retire_pending);
-                drop(st);
-                if let Err(e) = self.retire(seqs) {
-                    self.fail(e);
-                    return;
-                }
-                continue;
             }
             let mut chunks = std::mem::take(&mut st.chunks);
             let flags = std::mem::take(&mut st.flags);
@@ -506,12 +496,33 @@ impl Inner {
             let retire = self.publish(st, round.chunks, &round.flags);
             if !retire.is_empty() {
                 st.retire_pending.extend(retire);
-                self.work_cv.notify_one();
+                self.recycle_cv.notify_one();
             }
             st.durable_round = round.number;
             self.done_cv[(round.number % DONE_CVS) as usize].notify_all();
             self.ready_cv.notify_all();
             self.room_cv.notify_all();
+        }
+    }
+
+    /// The recycler thread: renames segments whose records are all
+    /// acknowledged to free files (directory sync, manifest), off the
+    /// writer's path, so that rounds never wait for it.
+    pub(super) fn recycler_loop(self: Arc<Self>) {
+        loop {
+            let mut st = self.state.lock().unwrap();
+            while st.retire_pending.is_empty() {
+                if st.failed.is_some() || (st.writer_done && st.written.is_empty()) {
+                    return;
+                }
+                st = self.recycle_cv.wait_timeout(st, Duration::from_millis(50)).unwrap().0;
+            }
+            let seqs = std::mem::take(&mut st.retire_pending);
+            drop(st);
+            if let Err(e) = self.retire(seqs) {
+                self.fail(e);
+                return;
+            }
         }
     }
 
@@ -523,6 +534,7 @@ impl Inner {
         self.room_cv.notify_all();
         self.sync_cv.notify_all();
         self.work_cv.notify_all();
+        self.recycle_cv.notify_all();
     }
 
     pub(super) fn fail(&self, e: Error) {
