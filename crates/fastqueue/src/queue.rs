@@ -759,6 +759,10 @@ impl FastQueue {
     pub fn ack_many(&self, ids: &[u64]) -> Result<()> {
         self.inner.owner()?;
         let mut st = self.inner.usable()?;
+        if ids.is_empty() {
+            // Nothing to make durable (and no round would come to wake us).
+            return Ok(());
+        }
         for id in ids {
             match st.index.get(id) {
                 None => return Err(Error::UnknownId { id: *id }),

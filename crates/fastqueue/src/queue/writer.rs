@@ -556,14 +556,51 @@ impl Inner {
     }
 
     /// Writes the delete flags of a round (1 byte each).
+    ///
+    /// Flags of records at most [`FLAG_SPAN_GAP`] apart (small messages
+    /// acknowledged together) are set with one read and one write of the
+    /// span that holds them: two calls instead of one per message. The
+    /// other bytes of the span are written back unchanged (only the writer
+    /// changes stored bytes, and only delete flags of published records,
+    /// which lie before every record in flight), so a torn write of the
+    /// span damages nothing.
     fn write_flags(&self, flags: &[(u64, u64)]) -> Result<u64> {
         let files = self.files_of(flags.iter().map(|f| f.0));
-        for &(seq, offset) in flags {
+        let mut sorted = flags.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut bytes = 0;
+        let mut span = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let (seq, first) = sorted[i];
+            let mut j = i + 1;
+            while j < sorted.len() && sorted[j].0 == seq && sorted[j].1 - sorted[j - 1].1 <= FLAG_SPAN_GAP {
+                j += 1;
+            }
             let (name, file) = &files[&seq];
-            file.write_at(&[DELETED], offset + DELETE_FLAG_OFFSET)
-                .map_err(|e| Error::io(self.storage.path(name), "write", e))?;
+            let io = |e| Error::io(self.storage.path(name), "write", e);
+            if j - i == 1 {
+                file.write_at(&[DELETED], first + DELETE_FLAG_OFFSET).map_err(io)?;
+                bytes += 1;
+            } else {
+                let from = first + DELETE_FLAG_OFFSET;
+                let len = (sorted[j - 1].1 - first + 1) as usize;
+                span.clear();
+                span.resize(len, 0);
+                let n = read_full(&**file, &mut span, from).map_err(io)?;
+                if n < len {
+                    return Err(io(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "delete flags past the end")));
+                }
+                for &(_, offset) in &sorted[i..j] {
+                    span[(offset - first) as usize] = DELETED;
+                }
+                file.write_at(&span, from).map_err(io)?;
+                bytes += len as u64;
+            }
+            i = j;
         }
-        Ok(flags.len() as u64)
+        Ok(bytes)
     }
 
     /// Writes one chunk (one batch: one write call), its last record
@@ -654,6 +691,11 @@ impl Inner {
 fn all_back(st: &State) -> bool {
     st.expected_waiters > 0 && st.pending_waiters >= st.expected_waiters.saturating_sub(st.inflight_waiters).max(1)
 }
+
+/// Delete flags this close together (in bytes) are written as one span
+/// (see `write_flags`); farther apart (large messages) one byte each, so
+/// that no page without a flag is dirtied.
+const FLAG_SPAN_GAP: u64 = 4096;
 
 /// What writing a round gave: the files still to sync, the syncs done, the
 /// bytes written.

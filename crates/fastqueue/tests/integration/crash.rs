@@ -20,6 +20,9 @@ enum Op {
     Burst(Vec<usize>),
     Dequeue(usize),
     AckOldest,
+    /// `ack_many` of every message in flight: their delete flags are
+    /// written as spans.
+    AckAll,
     NackOldest,
     Flush,
 }
@@ -39,7 +42,8 @@ fn pipelined_op() -> impl Strategy<Value = Op> {
         5 => prop::collection::vec(1usize..2500, 2..8).prop_map(Op::Burst),
         1 => (1usize..3000).prop_map(Op::Enqueue),
         2 => (1usize..8).prop_map(Op::Dequeue),
-        3 => Just(Op::AckOldest),
+        2 => Just(Op::AckOldest),
+        2 => Just(Op::AckAll),
         1 => Just(Op::NackOldest),
         1 => Just(Op::Flush),
     ]
@@ -131,6 +135,11 @@ impl Model {
                             self.ack_maybe.insert(id);
                         }
                     }
+                }
+                Op::AckAll => {
+                    let ids = std::mem::take(&mut self.in_flight);
+                    let into = if q.ack_many(&ids).is_ok() { &mut self.acked } else { &mut self.ack_maybe };
+                    into.extend(ids);
                 }
                 Op::NackOldest => {
                     if !self.in_flight.is_empty() {
@@ -278,7 +287,7 @@ fn overlapping_rounds_crash_at_every_step() {
         let mut pipelined = 0;
         if let Ok(q) = FastQueue::open_with(Arc::new(storage.clone()), super::small_config()) {
             let burst = Op::Burst(vec![300, 900, 40, 1200, 77, 500]);
-            model.run(&q, &[burst.clone(), Op::Dequeue(4), Op::AckOldest, burst.clone(), Op::AckOldest, burst]);
+            model.run(&q, &[burst.clone(), Op::Dequeue(4), Op::AckOldest, burst.clone(), Op::Dequeue(8), Op::AckAll, burst]);
             pipelined = q.stats().pipelined;
         }
         (storage, model, pipelined)

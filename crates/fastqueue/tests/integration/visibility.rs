@@ -146,3 +146,13 @@ fn ack_and_nack_accept_and_refuse_the_same_ids() {
     assert!(matches!(q.nack(c, Duration::ZERO), Err(Error::NotDelivered { .. })));
     assert_eq!(drain(&q).len(), 2);
 }
+
+#[test]
+fn ack_many_of_nothing_returns_at_once() {
+    // It used to wait forever for a round that had nothing to write.
+    let (q, _) = open(&SimStorage::new(), small_config());
+    q.ack_many(&[]).unwrap();
+    q.enqueue(b"x").unwrap();
+    q.ack_many(&[]).unwrap();
+    assert_eq!(q.len(), 1);
+}
