@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod fastqueue;
+mod mail;
 mod sim;
 mod validate;
 
@@ -14,5 +15,6 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
+    mail::register(m)?;
     Ok(())
 }
