@@ -164,8 +164,8 @@ impl ServerConfig {
         if self.delivery_batch == 0 || self.delivery_batch > 100_000 {
             return bad("delivery_batch", "must be between 1 and 100000");
         }
-        if self.max_in_flight < self.delivery_batch.max(self.delivery_concurrency) {
-            return bad("max_in_flight", "must be at least delivery_batch and delivery_concurrency");
+        if self.max_in_flight < self.delivery_concurrency || self.max_in_flight > 1_000_000 {
+            return bad("max_in_flight", "must be between delivery_concurrency and 1000000");
         }
         if self.max_attempts == 0 || self.max_attempts > 1000 {
             return bad("max_attempts", "must be between 1 and 1000");

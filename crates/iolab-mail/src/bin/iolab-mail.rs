@@ -5,6 +5,7 @@
 //! SIGINT it drains (see `MailServer::shutdown`) and prints its counters
 //! as one JSON line.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -97,7 +98,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("listening on {}", server.local_addr());
+    // Whoever started us may have stopped reading stdout: no panic then.
+    let _ = writeln!(std::io::stdout(), "listening on {}", server.local_addr());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let interrupted = rt.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
@@ -109,7 +111,7 @@ fn main() -> ExitCode {
     server.shutdown();
     match server.join() {
         Ok(stats) => {
-            println!("{}", serde_json::to_string(&stats).unwrap_or_default());
+            let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(&stats).unwrap_or_default());
             if interrupted {
                 ExitCode::from(130)
             } else {
