@@ -257,6 +257,12 @@ impl Session {
 
     /// The message text is complete: check it, store it durably, answer.
     async fn end_of_data(&mut self) {
+        let max_size = self.sh.cfg.max_message_bytes;
+        if self.body.len() > max_size {
+            // The last block both passed the limit and ended the text.
+            self.refuse_data(format!("552 5.3.4 Message size exceeds fixed limit of {max_size} bytes"));
+            return;
+        }
         let max_line = self.sh.cfg.max_line_bytes;
         if self.body.split(|&b| b == b'\n').any(|l| l.len() + 1 > max_line) {
             self.refuse_data(format!("552 5.6.0 Message has a line longer than {max_line} bytes"));
