@@ -359,6 +359,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     os.makedirs(args.out, exist_ok=True)
     base = args.dir or tempfile.mkdtemp(prefix="iolab-mail-bench-")
     os.makedirs(base, exist_ok=True)
+    os.chmod(base, 0o755)  # Postfix's daemons run as user postfix
     rows: list[dict] = []
     try:
         for rep in range(args.reps):

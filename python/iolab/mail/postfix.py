@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -45,6 +46,7 @@ class PrivatePostfix:
             raise UserError("Postfix as a system under test needs root (it switches to its postfix user)")
         for d in (self.conf, self.queue, self.data):
             os.makedirs(d, exist_ok=True)
+        shutil.chown(self.data, "postfix")  # master.lock and caches live here
         main = {
             "compatibility_level": "3.6",
             "queue_directory": self.queue,
@@ -60,6 +62,7 @@ class PrivatePostfix:
             "smtp_destination_concurrency_limit": "50",
             "default_destination_concurrency_limit": "50",
             "maillog_file": self.log,
+            "maillog_file_prefixes": self.base,
             "alias_maps": "",
             "alias_database": "",
             "smtputf8_enable": "no",
@@ -72,8 +75,17 @@ class PrivatePostfix:
     def _run(self, *args: str) -> str:
         r = subprocess.run([self.postfix, "-c", self.conf, *args], capture_output=True, text=True)
         if r.returncode != 0:
-            raise UserError(f"postfix -c {self.conf} {' '.join(args)}: {r.stderr.strip() or r.stdout.strip()}")
+            # Postfix reports to syslog or its maillog_file, not to a pipe.
+            why = r.stderr.strip() or r.stdout.strip() or self._log_tail()
+            raise UserError(f"postfix -c {self.conf} {' '.join(args)} failed: {why}")
         return r.stdout
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self.log, errors="replace") as f:
+                return " | ".join(f.read().splitlines()[-3:]) or "(no log)"
+        except OSError:
+            return f"(no log; run `postfix -c {self.conf} check` on a terminal to see why)"
 
     def start(self) -> None:
         self._run("check")  # creates the queue directories with their owners
