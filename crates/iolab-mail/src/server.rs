@@ -78,8 +78,8 @@ impl MailServer {
     pub fn start(cfg: ServerConfig) -> Result<MailServer> {
         cfg.validate()?;
         raise_nofile_limit();
-        let queue: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("main"))?.into();
-        let dead: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("dead"))?.into();
+        let queue: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("main"), true)?.into();
+        let dead: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("dead"), false)?.into();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("iolab-mail")

@@ -58,10 +58,12 @@ pub trait MailQueue: Send + Sync {
     fn close(&self) -> Result<()>;
 }
 
-/// Opens the queue `cfg` asks for in `dir`.
-pub fn open(cfg: &ServerConfig, dir: &Path) -> Result<Box<dyn MailQueue>> {
+/// Opens the queue `cfg` asks for in `dir`; `busy` for the main queue
+/// (FastQueue then preallocates its spare segment now), not for the
+/// dead-letter queue.
+pub fn open(cfg: &ServerConfig, dir: &Path, busy: bool) -> Result<Box<dyn MailQueue>> {
     Ok(match cfg.queue {
-        QueueChoice::Fast => Box::new(FastStore::open(dir, cfg)?),
+        QueueChoice::Fast => Box::new(FastStore::open(dir, cfg, busy)?),
         QueueChoice::FileDir => Box::new(FileStore::open(dir, cfg.filedir_split)?),
     })
 }
@@ -75,7 +77,7 @@ pub struct FastStore {
 
 impl FastStore {
     /// Opens (or creates) the queue in `dir`.
-    pub fn open(dir: &Path, cfg: &ServerConfig) -> Result<FastStore> {
+    pub fn open(dir: &Path, cfg: &ServerConfig, preallocate: bool) -> Result<FastStore> {
         let fq = Config {
             segment_size: cfg.segment_size,
             batch_delay: cfg.batch_delay,
@@ -83,7 +85,14 @@ impl FastStore {
             max_attempts: u32::MAX,
             ..Config::default()
         };
-        Ok(FastStore { q: FastQueue::open(dir, fq)? })
+        let q = FastQueue::open(dir, fq)?;
+        // The paper preallocates the queue's disk blocks when the system
+        // starts (section 4.2); without this the first spare segment would
+        // be written during the first minute of load.
+        if preallocate {
+            q.reserve_segments(q.config().spare_segments)?;
+        }
+        Ok(FastStore { q })
     }
 }
 
@@ -231,7 +240,7 @@ mod tests {
         for choice in [QueueChoice::Fast, QueueChoice::FileDir] {
             let tmp = tempfile::tempdir().unwrap();
             let c = cfg(choice, tmp.path());
-            let q = open(&c, &tmp.path().join("q")).unwrap();
+            let q = open(&c, &tmp.path().join("q"), true).unwrap();
             let a = q.enqueue(b"one").unwrap();
             let b = q.enqueue(b"two").unwrap();
             let got = q.take(10, Duration::from_millis(10)).unwrap();
@@ -257,7 +266,7 @@ mod tests {
             let c = cfg(choice, tmp.path());
             let dir = tmp.path().join("q");
             {
-                let q = open(&c, &dir).unwrap();
+                let q = open(&c, &dir, true).unwrap();
                 let a = q.enqueue(b"keep").unwrap();
                 let b = q.enqueue(b"gone").unwrap();
                 let _ = q.take(10, Duration::from_millis(10)).unwrap();
@@ -265,7 +274,7 @@ mod tests {
                 let _ = a;
                 q.close().unwrap();
             }
-            let q = open(&c, &dir).unwrap();
+            let q = open(&c, &dir, true).unwrap();
             let got = q.take(10, Duration::from_millis(10)).unwrap();
             assert_eq!(got.len(), 1, "{choice:?}");
             assert_eq!(got[0].record, b"keep");

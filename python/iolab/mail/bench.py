@@ -61,7 +61,9 @@ def register_bench(ms: argparse._SubParsersAction) -> None:
     b.add_argument("--probe-sessions", type=int, default=4, help="sessions of the DATA-latency client (default 4)")
     b.add_argument("--strace", action="store_true",
                    help="also count fsyncs with strace -f -c in an extra, untimed run per system")
-    b.add_argument("--dir", help="work directory on the disk to measure (default: a temporary one)")
+    b.add_argument("--dir", help="work directory (default: a temporary one in /var/tmp)")
+    b.add_argument("--no-loop", action="store_true",
+                   help="run the queues in --dir itself, not on a fresh ext4 loop device (no disk byte counts)")
     b.add_argument("--out", default="mail-bench-out", help="directory for results.json, table.md, plot (default mail-bench-out)")
     b.add_argument("--timeout", type=float, default=900, help="seconds allowed per run (default 900)")
     b.set_defaults(func=cmd_bench)
@@ -94,7 +96,9 @@ def _strace_counts(path: str) -> int:
 class System:
     """A system under test: start, pid (root of its process tree), counters, stop."""
 
-    def __init__(self, name: str, work: str, sink_port: int, strace: Optional[str], tools: dict[str, str]):
+    def __init__(self, name: str, work: str, sink_port: int, strace: Optional[str], tools: dict[str, str],
+                 log: str = ""):
+        self.log = log
         self.name, self.work, self.sink_port, self.strace, self.tools = name, work, sink_port, strace, tools
         self.port = free_port()
         self.proc: Optional[subprocess.Popen] = None
@@ -107,7 +111,7 @@ class System:
             from iolab.mail.postfix import PrivatePostfix
 
             self.postfix = PrivatePostfix(os.path.join(self.work, "postfix"), self.port, self.sink_port,
-                                          self.tools["postfix"])
+                                          self.tools["postfix"], log=self.log)
             self.postfix.start()
             wait_port(self.port, 30)
             if self.strace:
@@ -183,7 +187,7 @@ def _percentile(sorted_vals: list[float], q: float) -> float:
 
 
 def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: str, rep: int,
-             strace: bool = False) -> dict:
+             disk: Any = None, strace: bool = False) -> dict:
     from iolab._iolab import MailLoad
 
     work = os.path.join(base, f"{name}-{rep}{'-strace' if strace else ''}")
@@ -192,11 +196,13 @@ def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: s
     sizes = MIX if args.mix else [(args.size, 1.0)]
     sink = Sink(tools["smtp-sink"])
     trace_file = os.path.join(work, "strace.txt") if strace else None
-    sut = System(name, work, sink.port, trace_file, tools)
+    log = os.path.join(os.path.dirname(base) if disk else work, f"postfix-{rep}{'-strace' if strace else ''}.log")
+    sut = System(name, work, sink.port, trace_file, tools, log=log)
     try:
         sut.start()
         time.sleep(0.5)
         before = tree_io(sut.pid())
+        sectors_before = disk.sectors_written() if disk else 0
         load_before = load_average()
         t0 = time.monotonic()
         probe = MailLoad(f"127.0.0.1:{sut.port}", args.probe_sessions, 10**9, sizes, f"probe-{name}-{rep}",
@@ -219,6 +225,7 @@ def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: s
         t_del = sink.wait_for(expected, args.timeout)
         after = tree_io(sut.pid())
         io = io_delta(before, after)
+        sectors = (disk.sectors_written() - sectors_before) if disk else None
         load_after = load_average()
     finally:
         stats = sut.stop()
@@ -232,7 +239,8 @@ def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: s
         "accepted_per_s": args.messages / (t_acc - t0),
         "delivered_per_s": args.messages / delivered_s if t_del else float("nan"),
         "probe_messages": len(lat), "data_ms_p50": _percentile(lat, 0.5), "data_ms_p99": _percentile(lat, 0.99),
-        "write_bytes_per_msg": io.write_bytes / expected, "sink_count": sink.count,
+        "proc_write_bytes_per_msg": io.write_bytes / expected, "sink_count": sink.count,
+        "disk_bytes_per_msg": sectors * 512 / expected if sectors is not None else float("nan"),
         "load_before": load_before, "load_after": load_after, "durability": DURABILITY[name],
         "errors": errors,
     }
@@ -297,7 +305,7 @@ def summarize(rows: list[dict], systems: list[str]) -> str:
         lines.append(
             f"| {s} | {cell([r['accepted_per_s'] for r in rs], '.0f')} | {cell([r['delivered_per_s'] for r in rs], '.0f')} "
             f"| {cell([r['data_ms_p50'] for r in rs], '.1f')} | {cell([r['data_ms_p99'] for r in rs], '.1f')} "
-            f"| {cell([r['write_bytes_per_msg'] for r in rs], '.0f')} | {', '.join(fs) or 'n/a'} | {DURABILITY[s]} |")
+            f"| {cell([r['disk_bytes_per_msg'] for r in rs], '.0f')} | {', '.join(fs) or 'n/a'} | {DURABILITY[s]} |")
     notes = []
     timed = [r for r in rows if not r.get("strace_only")]
     for a, b in (("fastqueue", "filedir"), ("fastqueue", "postfix")):
@@ -357,17 +365,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UserError("--strace: strace not found (apt-get install strace)")
     _raise_nofile(args.users + 1000)
     os.makedirs(args.out, exist_ok=True)
-    base = args.dir or tempfile.mkdtemp(prefix="iolab-mail-bench-")
+    base = args.dir or tempfile.mkdtemp(prefix="iolab-mail-bench-", dir="/var/tmp")
     os.makedirs(base, exist_ok=True)
     os.chmod(base, 0o755)  # Postfix's daemons run as user postfix
     rows: list[dict] = []
+    disk = None
     try:
+        if not args.no_loop:
+            if os.geteuid() != 0:
+                raise UserError("the loop-device disk needs root; run as root or with --no-loop")
+            from iolab.mail.disk import LoopDisk
+
+            print("preparing a fresh ext4 on a loop device ...", file=sys.stderr, flush=True)
+            disk = LoopDisk(base)
+        work = str(disk.mnt) if disk else base
         for rep in range(args.reps):
             order = systems[rep % len(systems):] + systems[:rep % len(systems)]
             for name in order:
                 print(f"[rep {rep + 1}/{args.reps}] {name}: {args.users} sessions, {args.messages} messages, "
                       f"load {load_average()} ...", file=sys.stderr, flush=True)
-                row = run_once(name, args, tools, base, rep)
+                row = run_once(name, args, tools, work, rep, disk)
                 rows.append(row)
                 print(f"    accepted {row['accepted_per_s']:.0f} msg/s, end to end {row['delivered_per_s']:.0f} msg/s, "
                       f"DATA p50/p99 {row['data_ms_p50']:.1f}/{row['data_ms_p99']:.1f} ms"
@@ -375,7 +392,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.strace:
             for name in systems:
                 print(f"[strace] {name} ...", file=sys.stderr, flush=True)
-                row = run_once(name, args, tools, base, 0, strace=True)
+                row = run_once(name, args, tools, work, 0, disk, strace=True)
                 row["strace_only"] = True
                 rows.append(row)
     except KeyboardInterrupt:
@@ -383,6 +400,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if not rows:
             raise
     finally:
+        if disk is not None:
+            disk.close()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
     table = summarize(rows, systems)

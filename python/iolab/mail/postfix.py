@@ -34,12 +34,13 @@ def _master_cf(port: int) -> str:
 
 
 class PrivatePostfix:
-    def __init__(self, workdir: str, port: int, relay_port: int, postfix: str):
+    def __init__(self, workdir: str, port: int, relay_port: int, postfix: str, log: str = ""):
         self.base = os.path.abspath(workdir)
         self.conf = os.path.join(self.base, "etc")
         self.queue = os.path.join(self.base, "spool")
         self.data = os.path.join(self.base, "lib")
-        self.log = os.path.join(self.base, "postfix.log")
+        # Off the measured disk when given elsewhere (syslog's place).
+        self.log = os.path.abspath(log) if log else os.path.join(self.base, "postfix.log")
         self.port = port
         self.postfix = postfix
         if os.geteuid() != 0:
@@ -62,7 +63,7 @@ class PrivatePostfix:
             "smtp_destination_concurrency_limit": "50",
             "default_destination_concurrency_limit": "50",
             "maillog_file": self.log,
-            "maillog_file_prefixes": self.base,
+            "maillog_file_prefixes": os.path.dirname(self.log),
             "alias_maps": "",
             "alias_database": "",
             "smtputf8_enable": "no",
@@ -110,4 +111,16 @@ class PrivatePostfix:
             return 0
 
     def stop(self) -> None:
+        """Stops the instance and waits until its master has exited."""
+        try:
+            pid = self.master_pid()
+        except UserError:
+            pid = 0
         subprocess.run([self.postfix, "-c", self.conf, "stop"], capture_output=True)
+        deadline = time.monotonic() + 20
+        while pid and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.1)
