@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use mail_send::smtp::message::Parameters;
 use mail_send::SmtpClient;
+use tokio::io::BufStream;
 use tokio::net::TcpStream;
 
 /// What to send.
@@ -171,10 +172,9 @@ pub async fn run(spec: LoadSpec, stop: Arc<AtomicBool>) -> LoadReport {
     LoadReport { sent, elapsed: started.elapsed(), connect_failures: sh.connect_failures.load(Ordering::Relaxed) }
 }
 
-async fn connect(sh: &Shared) -> Option<SmtpClient<TcpStream>> {
+async fn connect(sh: &Shared) -> Option<SmtpClient<BufStream<TcpStream>>> {
     let spec = &sh.spec;
-    let mut c = SmtpClient::connect(spec.addr, spec.timeout).await.ok()?;
-    let _ = c.stream.set_nodelay(true);
+    let mut c = crate::relay::connect(spec.addr, spec.timeout).await.ok()?;
     let greeting = tokio::time::timeout(spec.timeout, c.read()).await.ok()?.ok()?;
     if greeting.code() != 220 {
         return None;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mail_send::smtp::message::Parameters;
 use mail_send::SmtpClient;
+use tokio::io::BufStream;
 use tokio::net::TcpStream;
 
 use crate::envelope::Envelope;
@@ -47,12 +48,21 @@ pub fn classify(e: mail_send::Error) -> Failure {
     }
 }
 
+/// Connects with a buffered stream: mail-send writes the message text in
+/// pieces (between dot-stuffing points) and flushes once at the end, so the
+/// buffer turns a message into one write instead of several small packets.
+pub(crate) async fn connect(addr: SocketAddr, timeout: Duration) -> mail_send::Result<SmtpClient<BufStream<TcpStream>>> {
+    let tcp = tokio::time::timeout(timeout, TcpStream::connect(addr)).await.map_err(|_| mail_send::Error::Timeout)??;
+    let _ = tcp.set_nodelay(true);
+    Ok(SmtpClient { stream: BufStream::new(tcp), timeout })
+}
+
 /// One cached connection to the next hop.
 pub(crate) struct Relay {
     addr: SocketAddr,
     timeout: Duration,
     helo: String,
-    client: Option<SmtpClient<TcpStream>>,
+    client: Option<SmtpClient<BufStream<TcpStream>>>,
 }
 
 impl Relay {
@@ -60,9 +70,8 @@ impl Relay {
         Relay { addr, timeout, helo, client: None }
     }
 
-    async fn connect(&self) -> Result<SmtpClient<TcpStream>, Failure> {
-        let mut c = SmtpClient::connect(self.addr, self.timeout).await.map_err(classify)?;
-        let _ = c.stream.set_nodelay(true);
+    async fn connect(&self) -> Result<SmtpClient<BufStream<TcpStream>>, Failure> {
+        let mut c = connect(self.addr, self.timeout).await.map_err(classify)?;
         let greeting = tokio::time::timeout(self.timeout, c.read())
             .await
             .map_err(|_| Failure::Temporary("timeout waiting for the greeting".into()))?

@@ -1,7 +1,7 @@
 //! Bindings of the `iolab-mail` crate: the `MailServer` class (the SMTP
 //! server of `iolab mail serve`, run on its own threads; every blocking
-//! call releases the GIL so that Python's signal handlers run) and
-//! `mail_load`, the small SMTP load client. Bad settings become
+//! call releases the GIL so that Python's signal handlers run) and the
+//! `MailLoad` class, the small SMTP load client. Bad settings become
 //! `ValueError`; a port in use or an unusable queue, `OSError`.
 
 use std::net::SocketAddr;
@@ -142,40 +142,6 @@ impl PyMailServer {
 
 type PySent = (u64, usize, &'static str, u16, u64);
 
-/// Sends `messages` messages (or until `stop_after` seconds have passed)
-/// over `sessions` concurrent SMTP sessions and
-/// returns (elapsed_s, connect_failures, [(n, size, outcome, code, data_us)])
-/// with outcome "accepted", "refused" or "unknown". Releases the GIL.
-#[pyfunction]
-#[pyo3(signature = (addr_, sessions, messages, sizes, tag, per_connection=1, pause=0.0, timeout=30.0, stop_after=None))]
-#[allow(clippy::too_many_arguments)]
-fn mail_load(
-    py: Python<'_>,
-    addr_: &str,
-    sessions: usize,
-    messages: u64,
-    sizes: Vec<(usize, f64)>,
-    tag: String,
-    per_connection: u64,
-    pause: f64,
-    timeout: f64,
-    stop_after: Option<f64>,
-) -> PyResult<(f64, u64, Vec<PySent>)> {
-    let spec = load_spec(addr_, sessions, messages, sizes, tag, per_connection, pause, timeout)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    if let Some(after) = stop_after {
-        let (after, stop) = (secs("stop_after", after)?, stop.clone());
-        std::thread::spawn(move || {
-            std::thread::sleep(after);
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-    }
-    let report = py
-        .allow_threads(|| loadgen::run_blocking(spec, stop))
-        .map_err(|e| PyOSError::new_err(format!("load client: {e}")))?;
-    Ok(report_to_py(report))
-}
-
 fn load_spec(
     addr_: &str,
     sessions: usize,
@@ -277,6 +243,5 @@ impl PyMailLoad {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMailServer>()?;
     m.add_class::<PyMailLoad>()?;
-    m.add_function(wrap_pyfunction!(mail_load, m)?)?;
     Ok(())
 }
