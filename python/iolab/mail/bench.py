@@ -149,7 +149,12 @@ class System:
             self.postfix.stop()
             return stats
         assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
+        if self.strace:
+            # SIGTERM to strace would only detach it: stop the server itself.
+            for child in tree(self.proc.pid)[1:2]:
+                os.kill(child, signal.SIGTERM)
+        else:
+            self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(60)
         except subprocess.TimeoutExpired:
