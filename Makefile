@@ -3,6 +3,7 @@
 #   make test    Rust and Python tests (what CI runs)
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
+#   make bench-mail   the mail server: FastQueue vs one file per message vs Postfix (docs/mail.md)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +12,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail clean
 
 all: build
 
@@ -50,6 +51,10 @@ bench: build
 # FastQueue against its peers; a few minutes (see docs/fastqueue.md).
 bench-queue: build
 	$(IOLAB) queue bench --recovery-mib 1024
+
+# The mail server under smtp-source load, three systems; needs root and `make deps` (docs/mail.md).
+bench-mail: build
+	$(IOLAB) mail bench
 
 clean:
 	cargo clean

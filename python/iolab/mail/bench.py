@@ -292,6 +292,8 @@ def _ratio_ci(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float,
 def summarize(rows: list[dict], systems: list[str]) -> str:
     def cell(vals: list[float], fmt: str) -> str:
         m, h = _mean_ci(vals)
+        if m != m:
+            return "n/a"
         return f"{m:{fmt}}" + (f" ± {h:{fmt}}" if h == h else "")
 
     lines = ["| system | accepted msg/s | end-to-end msg/s | DATA p50 ms | DATA p99 ms | disk bytes/msg | fsyncs/msg | durability |",
