@@ -2,12 +2,13 @@
 //! rebuilt: an SMTP server whose queue is FastQueue, or, for comparison,
 //! the paper's baseline of one file per message in 10 hashed directories.
 //!
-//! - [`session`]: inbound SMTP (RFC 5321 via `smtp-proto`); the `250`
+//! - `session`: inbound SMTP (RFC 5321 via `smtp-proto`); the `250`
 //!   after `DATA` waits for the queue's durable commit.
 //! - [`store`]: the two queues behind one trait.
-//! - [`deliver`]: grouped reads, Maildir or SMTP-relay delivery, retry with
-//!   exponential backoff, dead-letter queue with bounce records.
-//! - [`server`]: listener, limits, drain on shutdown.
+//! - `deliver`, `maildir`, [`relay`]: grouped reads, Maildir or SMTP-relay
+//!   delivery, retry with exponential backoff, dead-letter queue with
+//!   bounce records.
+//! - [`MailServer`]: listener, limits, drain on shutdown.
 //! - [`loadgen`]: a small SMTP load client that records, per message,
 //!   whether it got `250` and how long `DATA` took (smtp-source cannot).
 //!

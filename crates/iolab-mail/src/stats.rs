@@ -63,7 +63,7 @@ pub struct StatsSnapshot {
     pub dead: u64,
     /// Messages in the queue (ready, in flight, retry).
     pub queued: u64,
-    /// `fsync`s of the queue (its own count) and of Maildir deliveries.
+    /// `fsync`/`fdatasync` calls of the queue (its own count).
     pub queue_syncs: u64,
     /// Maildir `fsync`s (file and directory).
     pub delivery_syncs: u64,
