@@ -117,7 +117,7 @@ fn check_op(op: Op, h: &Header, size: u64, read_only: bool) -> Option<NbdError> 
     let beyond = h
         .offset
         .checked_add(h.length as u64)
-        .map_or(true, |end| end > size);
+        .is_none_or(|end| end > size);
     if beyond {
         return Some(match op {
             Op::Write | Op::WriteZeroes => NbdError::NoSpc,
