@@ -99,6 +99,25 @@ pub fn tighten_timer_slack() {
     }
 }
 
+/// The real-time priority asked for by [`try_realtime`]: low among
+/// real-time threads (1..99), above every normal one.
+pub const REALTIME_PRIORITY: i32 = 10;
+
+/// Puts the calling thread in the `SCHED_FIFO` class at
+/// [`REALTIME_PRIORITY`], so it runs as soon as it wakes instead of
+/// waiting for a time slice behind busy processes: on a loaded host this
+/// is what keeps replies on time. Returns false where it is not permitted
+/// (no root or `CAP_SYS_NICE`, `RLIMIT_RTPRIO` 0); the thread then stays
+/// as it was. The kernel's real-time throttling (95% of each second by
+/// default) still bounds what such a thread can take.
+pub fn try_realtime() -> bool {
+    let param = libc::sched_param {
+        sched_priority: REALTIME_PRIORITY,
+    };
+    // SAFETY: changes the calling thread's own policy; `param` is valid.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,6 +58,8 @@ pub struct Header {
     /// `CLOCK_REALTIME` (ns since the Unix epoch) at model time 0.
     pub origin_unix_ns: u64,
     pub clock: &'static str,
+    /// Whether the drive ran at real-time priority.
+    pub realtime: bool,
 }
 
 /// One served request. An `error` request was answered with that NBD
@@ -173,6 +175,7 @@ mod tests {
             image: "i".into(),
             origin_unix_ns: 5,
             clock: "CLOCK_MONOTONIC",
+            realtime: false,
         };
         let mut log = RequestLog::create(&p, &header).unwrap();
         let rec = Record {

@@ -9,7 +9,7 @@
 //! close. NBD asks a server that shuts down to serve in-flight requests
 //! first (`doc/proto.md`, "Terminating the transmission phase").
 
-use crate::clock::{tighten_timer_slack, ModelClock};
+use crate::clock::{tighten_timer_slack, try_realtime, ModelClock};
 use crate::drive::{Conn, Drive, Item};
 use crate::error::{Error, Result};
 use crate::image::{Image, Opened};
@@ -68,6 +68,9 @@ pub struct Config {
     pub sync: bool,
     /// Print connection notices on stderr.
     pub verbose: bool,
+    /// Run the drive and connection threads at real-time priority where
+    /// permitted ([`crate::clock::try_realtime`]; default on).
+    pub realtime: bool,
 }
 
 impl Config {
@@ -83,6 +86,7 @@ impl Config {
             read_only: false,
             sync: true,
             verbose: false,
+            realtime: true,
         }
     }
 }
@@ -238,6 +242,7 @@ pub struct Emulator {
     describe: String,
     capacity_bytes: u64,
     opened: Opened,
+    realtime: bool,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -260,6 +265,9 @@ impl Emulator {
         let capacity_bytes = model.capacity_bytes();
         let (image, opened) = Image::open(&cfg.image, capacity_bytes, cfg.read_only)?;
         let listener = Listener::bind(&cfg.listen)?;
+        // Whether threads may run at real-time priority: asked once, by a
+        // thread that ends at once.
+        let realtime = cfg.realtime && thread::spawn(try_realtime).join().unwrap_or(false);
         let clock = ModelClock::start();
         let describe = model.describe();
         let log = match &cfg.log {
@@ -277,6 +285,7 @@ impl Emulator {
                         .display()
                         .to_string(),
                     origin_unix_ns: clock.origin_unix_ns(),
+                    realtime,
                     clock: "CLOCK_MONOTONIC",
                 };
                 Some(RequestLog::create(path, &header).map_err(|e| Error::io(path, e))?)
@@ -323,7 +332,13 @@ impl Emulator {
             let control = control.clone();
             thread::Builder::new()
                 .name("iolab-emu-drive".into())
-                .spawn(move || run_drive(drive, rx, &control))
+                .spawn(move || {
+                    tighten_timer_slack();
+                    if realtime {
+                        try_realtime();
+                    }
+                    run_drive(drive, rx, &control)
+                })
                 .map_err(|e| Error::io("thread", e))?
         };
         let accept_thread = {
@@ -333,6 +348,7 @@ impl Emulator {
                 size: capacity_bytes,
                 read_only: cfg.read_only,
                 clock,
+                realtime,
             };
             thread::Builder::new()
                 .name("iolab-emu-accept".into())
@@ -346,6 +362,7 @@ impl Emulator {
             describe,
             capacity_bytes,
             opened,
+            realtime,
             threads: Mutex::new(vec![accept_thread, drive_thread]),
         })
     }
@@ -367,6 +384,11 @@ impl Emulator {
     /// What opening the image did (created, extended, used as it was).
     pub fn image_opened(&self) -> Opened {
         self.opened
+    }
+
+    /// Whether the drive thread runs at real-time priority.
+    pub fn realtime(&self) -> bool {
+        self.realtime
     }
 
     pub fn stats(&self) -> Stats {
@@ -421,7 +443,6 @@ impl Drop for Emulator {
 }
 
 fn run_drive(mut drive: Drive, rx: mpsc::Receiver<Item>, control: &Control) {
-    tighten_timer_slack();
     let mut result = Ok(());
     let mut dirty = false;
     let mut last_flush = Instant::now();
@@ -477,6 +498,8 @@ struct ConnCtx {
     size: u64,
     read_only: bool,
     clock: ModelClock,
+    /// Connection threads too: their stamp is the request's arrival.
+    realtime: bool,
 }
 
 fn run_acceptor(
@@ -520,6 +543,9 @@ fn run_connection(
     shared: &Shared,
     ctx: &ConnCtx,
 ) {
+    if ctx.realtime {
+        try_realtime();
+    }
     let registered = stream
         .try_clone()
         .map(|s| control.conns.lock().unwrap().insert(id, s));

@@ -33,7 +33,8 @@ pub struct PyEmulator {
 impl PyEmulator {
     #[new]
     #[pyo3(signature = (image, *, socket = None, port = None, preset = None, diskspecs = None, fixed_ms = None,
-                        zero_latency = false, log = None, read_only = false, sync = true, verbose = false))]
+                        zero_latency = false, log = None, read_only = false, sync = true, verbose = false,
+                        realtime = true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -48,6 +49,7 @@ impl PyEmulator {
         read_only: bool,
         sync: bool,
         verbose: bool,
+        realtime: bool,
     ) -> PyResult<Self> {
         let listen = match (socket, port) {
             (Some(s), None) => Listen::Unix(s),
@@ -60,6 +62,7 @@ impl PyEmulator {
         cfg.read_only = read_only;
         cfg.sync = sync;
         cfg.verbose = verbose;
+        cfg.realtime = realtime;
         let inner = py.allow_threads(|| Emulator::start(cfg)).map_err(to_py)?;
         Ok(PyEmulator { inner })
     }
@@ -79,6 +82,12 @@ impl PyEmulator {
     #[getter]
     fn capacity_bytes(&self) -> u64 {
         self.inner.capacity_bytes()
+    }
+
+    /// Whether the serving threads run at real-time priority.
+    #[getter]
+    fn realtime(&self) -> bool {
+        self.inner.realtime()
     }
 
     /// `(how, previous_size)`: "created", "extended" (from previous_size

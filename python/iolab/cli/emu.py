@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--read-only", action="store_true", help="refuse writes (EPERM)")
     serve.add_argument("--no-sync", action="store_true",
                        help="do not fdatasync the image on FLUSH and FUA writes (faster, not crash-safe)")
+    serve.add_argument("--no-realtime", action="store_true",
+                       help="do not ask for real-time priority (SCHED_FIFO) for the serving threads")
     serve.add_argument("--verbose", action="store_true", help="print connections as they open and close")
     chk = p.add_argument_group("checking a log")
     chk.add_argument("--check", metavar="LOG", help="replay LOG through its disk model and report agreement")
@@ -90,7 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"--log {args.log}: is a directory")
     emu = Emulator(
         args.image, socket=args.socket, port=args.port, zero_latency=args.zero_latency, log=args.log,
-        read_only=args.read_only, sync=not args.no_sync, verbose=args.verbose, **kw,
+        read_only=args.read_only, sync=not args.no_sync, verbose=args.verbose, realtime=not args.no_realtime, **kw,
     )
     how, before = emu.image_opened
     what = {"created": "created, sparse", "extended": f"extended from {before} bytes", "existing": "existing"}[how]
@@ -106,6 +108,11 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"           QEMU:    -drive file=nbd:127.0.0.1:{port},format=raw,if=virtio")
     if args.log:
         print(f"  log      {args.log}")
+    if emu.realtime:
+        print("  timing   real-time priority (SCHED_FIFO)")
+    else:
+        why = "--no-realtime" if args.no_realtime else "not permitted: needs root or CAP_SYS_NICE"
+        print(f"  timing   normal priority ({why}); replies may be late on a loaded host")
     print("Ctrl-C or SIGTERM stops it.", flush=True)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     # A job started with `&` by a script inherits SIGINT ignored; a server
