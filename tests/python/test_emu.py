@@ -28,8 +28,8 @@ HP_BYTES = 1962 * 19 * 72 * 512
 
 @pytest.fixture(scope="module", autouse=True)
 def nbd_clients():
-    missing = [t for t in ("qemu-io", "qemu-img", "nbdinfo") if shutil.which(t) is None]
-    assert not missing, f"missing {', '.join(missing)}: run `make deps` (Debian qemu-utils, libnbd-bin)"
+    missing = [t for t in ("qemu-io", "qemu-img", "nbdinfo", "qemu-system-x86_64") if shutil.which(t) is None]
+    assert not missing, f"missing {', '.join(missing)}: run `make deps` (Debian qemu-utils, libnbd-bin, qemu-system-x86)"
 
 
 _running: list[subprocess.Popen] = []
@@ -109,6 +109,47 @@ def test_qemu_io_reads_back_what_it_wrote_and_sigterm_stops_cleanly(tmp_path):
     assert set(df["op"]) >= {"read", "write", "flush", "write_zeroes", "trim"}
     assert (df["error"] == "").all()
     assert (df.loc[df["op"] == "read", "service_ns"] == 1_000_000).all()
+
+
+# A boot sector (8086 real mode) that copies itself to the disk's second
+# sector through the BIOS, then halts:
+#   xor ax,ax; mov es,ax; mov ds,ax; mov ax,0x0301 (write 1 sector);
+#   mov cx,0x0002 (cylinder 0, sector 2); mov dh,0 (head 0; dl = boot drive);
+#   mov bx,0x7c00 (es:bx = itself); int 0x13; cli; hlt; jmp $-1
+BOOT_CODE = bytes.fromhex("31c0 8ec0 8ed8 b80103 b90200 b600 bb007c cd13 fa f4 ebfd".replace(" ", ""))
+BOOT_SECTOR = BOOT_CODE + bytes(510 - len(BOOT_CODE)) + b"\x55\xaa"
+
+
+def test_a_qemu_guest_boots_from_the_emulated_disk_and_writes_to_it(tmp_path):
+    """QEMU's own stack end to end: SeaBIOS reads the boot sector through
+    virtio-blk and QEMU's NBD client, and the boot code's BIOS write lands
+    in the image, with the model's timing."""
+    (tmp_path / "disk.img").write_bytes(BOOT_SECTOR)
+    srv = Served(tmp_path, "--disk", "hp97560")
+    qemu = subprocess.Popen(
+        ["qemu-system-x86_64", "-accel", "tcg", "-m", "32", "-display", "none", "-serial", "none",
+         "-monitor", "none", "-nic", "none", "-no-reboot", "-boot", "c",
+         "-drive", f"file=nbd:unix:{srv.sock},format=raw,if=virtio"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    _running.append(qemu)
+    deadline = time.monotonic() + 120
+    copied = False
+    while not copied and time.monotonic() < deadline and qemu.poll() is None:
+        time.sleep(0.2)
+        with open(srv.image, "rb") as f:
+            copied = f.read(1024) == BOOT_SECTOR * 2
+    qemu.kill()
+    _, qemu_err = qemu.communicate()
+    assert copied, f"the guest did not write sector 1: {qemu_err}"
+    assert srv.stop()[0] == 0
+    report = check_log(str(srv.log))
+    assert report.ok
+    df = report.requests
+    boot = df[(df["op"] == "read") & (df["sector"] == 0)]
+    copy = df[(df["op"] == "write") & (df["sector"] == 1) & (df["nr_sectors"] == 1)]
+    assert len(boot) >= 1 and len(copy) == 1, df
+    assert (boot["service_ns"] > 0).all() and copy["service_ns"].iloc[0] > 1_000_000
 
 
 def test_ctrl_c_exits_130_after_a_clean_stop(tmp_path):
