@@ -265,6 +265,14 @@ def test_bad_input_is_one_line(tmp_path, capsys, monkeypatch, args, expect):
     assert not (tmp_path / "disk.img").exists(), "nothing is created on bad input"
 
 
+def test_a_log_that_cannot_be_written_leaves_nothing_behind(tmp_path, capsys):
+    args = ["emu", "--disk", "hp97560", "--image", str(tmp_path / "d.img"), "--socket", str(tmp_path / "s")]
+    assert main([*args, "--log", str(tmp_path / "no" / "such" / "log.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no/such/log.csv" in err
+    assert sorted(os.listdir(tmp_path)) == [], "neither the image nor the socket is left"
+
+
 def test_an_image_larger_than_the_disk_is_refused_and_kept(tmp_path, capsys):
     img = tmp_path / "big.img"
     with open(img, "wb") as f:

@@ -61,6 +61,22 @@ impl Image {
             .truncate(false)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
+        // Two servers on one image would interleave their writes: lock it
+        // for as long as the file is open (shared when read-only).
+        let how = if read_only {
+            libc::LOCK_SH
+        } else {
+            libc::LOCK_EX
+        };
+        // SAFETY: flock on our own open descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(image_err(if e.kind() == io::ErrorKind::WouldBlock {
+                "is in use by another iolab emu (locked)".into()
+            } else {
+                format!("cannot lock it: {e}")
+            }));
+        }
         let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
         let opened = if !existed {
             Opened::Created
@@ -190,6 +206,19 @@ mod tests {
             2 << 20,
             "a refused image is left alone"
         );
+    }
+
+    #[test]
+    fn one_writer_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("l.img");
+        let (first, _) = Image::open(&p, 4096, false).unwrap();
+        let e = Image::open(&p, 4096, false).err().unwrap().to_string();
+        assert!(e.contains("in use by another iolab emu"), "{e}");
+        assert!(Image::open(&p, 4096, true).is_err());
+        drop(first);
+        let (_a, _) = Image::open(&p, 4096, true).unwrap();
+        let (_b, _) = Image::open(&p, 4096, true).unwrap();
     }
 
     #[test]

@@ -169,6 +169,13 @@ impl Listener {
         Ok(l)
     }
 
+    /// Removes a Unix socket's file (at stop, or when starting failed).
+    fn remove(&self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     fn address(&self) -> String {
         match self {
             Listener::Unix(_, p) => format!("unix:{}", p.display()),
@@ -263,8 +270,16 @@ impl Emulator {
         }
         let model = Model::build(&disk, cfg.zero_latency, &cfg.base_dir)?;
         let capacity_bytes = model.capacity_bytes();
-        let (image, opened) = Image::open(&cfg.image, capacity_bytes, cfg.read_only)?;
+        // The address first: a busy socket or port must not leave a new
+        // image behind, and a refused image must not leave a socket.
         let listener = Listener::bind(&cfg.listen)?;
+        let (image, opened) = match Image::open(&cfg.image, capacity_bytes, cfg.read_only) {
+            Ok(x) => x,
+            Err(e) => {
+                listener.remove();
+                return Err(e);
+            }
+        };
         // Whether threads may run at real-time priority: asked once, by a
         // thread that ends at once.
         let realtime = cfg.realtime && thread::spawn(try_realtime).join().unwrap_or(false);
@@ -288,7 +303,18 @@ impl Emulator {
                     realtime,
                     clock: "CLOCK_MONOTONIC",
                 };
-                Some(RequestLog::create(path, &header).map_err(|e| Error::io(path, e))?)
+                match RequestLog::create(path, &header) {
+                    Ok(log) => Some(log),
+                    Err(e) => {
+                        // Undo what this start made: the socket, a new image.
+                        listener.remove();
+                        if opened == Opened::Created {
+                            drop(image);
+                            let _ = std::fs::remove_file(&cfg.image);
+                        }
+                        return Err(Error::io(path, e));
+                    }
+                }
             }
         };
         let mut flags = FLAG_HAS_FLAGS
@@ -530,9 +556,7 @@ fn run_acceptor(
             }
         }
     }
-    if let Listener::Unix(_, path) = &listener {
-        let _ = std::fs::remove_file(path);
-    }
+    listener.remove();
 }
 
 fn run_connection(
