@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 /// A client connection as the drive sees it: where replies go.
 pub(crate) struct Conn {
     pub id: u64,
-    pub stream: Mutex<crate::server::Stream>,
+    pub stream: Mutex<crate::listen::Stream>,
 }
 
 /// What a connection hands the drive.

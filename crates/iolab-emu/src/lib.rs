@@ -27,6 +27,7 @@ pub mod clock;
 mod drive;
 pub mod error;
 pub mod image;
+mod listen;
 pub mod log;
 pub mod model;
 pub mod nbd;
@@ -36,9 +37,10 @@ mod stats;
 pub use clock::ModelClock;
 pub use error::{Error, Result};
 pub use image::{Image, Opened};
+pub use listen::Listen;
 pub use log::{Record, RequestLog};
 pub use model::{Model, Op};
-pub use server::{Config, Emulator, Listen};
+pub use server::{Config, Emulator};
 pub use stats::{Lateness, Stats};
 
 /// The iolab version, recorded in every log.

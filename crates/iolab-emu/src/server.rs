@@ -13,6 +13,7 @@ use crate::clock::{tighten_timer_slack, try_realtime, ModelClock};
 use crate::drive::{Conn, Drive, Item};
 use crate::error::{Error, Result};
 use crate::image::{Image, Opened};
+use crate::listen::{Listen, Listener, Stream};
 use crate::log::{Header, RequestLog, FORMAT_VERSION};
 use crate::model::Model;
 use crate::nbd::handshake::{self, Export, Outcome};
@@ -21,11 +22,9 @@ use crate::nbd::request::{self, Command};
 use crate::stats::{Shared, Stats};
 use iolab_sim::disk::DiskSpec;
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
-use std::os::unix::fs::FileTypeExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read};
+use std::net::Shutdown;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -39,16 +38,6 @@ pub const QUEUE_LIMIT: usize = 64;
 
 /// How often the listener looks at the stop flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(20);
-
-/// Where to listen.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Listen {
-    /// A Unix socket at this path (QEMU: `nbd:unix:PATH`).
-    Unix(PathBuf),
-    /// TCP on 127.0.0.1 at this port (0: any free port). Loopback only:
-    /// NBD has no authentication.
-    Tcp(u16),
-}
 
 /// Everything `iolab emu` is given.
 #[derive(Clone, Debug)]
@@ -88,138 +77,6 @@ impl Config {
             verbose: false,
             realtime: true,
         }
-    }
-}
-
-/// A connected socket of either kind.
-pub(crate) enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn try_clone(&self) -> io::Result<Stream> {
-        Ok(match self {
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-        })
-    }
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.shutdown(how),
-            Stream::Tcp(s) => s.shutdown(how),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-enum Listener {
-    Unix(UnixListener, PathBuf),
-    Tcp(TcpListener),
-}
-
-impl Listener {
-    fn bind(listen: &Listen) -> Result<Listener> {
-        let l = match listen {
-            Listen::Unix(path) => {
-                clear_stale_socket(path)?;
-                let l = UnixListener::bind(path).map_err(|e| Error::Listen {
-                    address: path.display().to_string(),
-                    message: e.to_string(),
-                })?;
-                Listener::Unix(l, path.clone())
-            }
-            Listen::Tcp(port) => {
-                let l =
-                    TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).map_err(|e| Error::Listen {
-                        address: format!("127.0.0.1:{port}"),
-                        message: e.to_string(),
-                    })?;
-                Listener::Tcp(l)
-            }
-        };
-        let nonblocking = match &l {
-            Listener::Unix(u, _) => u.set_nonblocking(true),
-            Listener::Tcp(t) => t.set_nonblocking(true),
-        };
-        nonblocking.map_err(|e| Error::Listen {
-            address: "listener".into(),
-            message: e.to_string(),
-        })?;
-        Ok(l)
-    }
-
-    /// Removes a Unix socket's file (at stop, or when starting failed).
-    fn remove(&self) {
-        if let Listener::Unix(_, path) = self {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-
-    fn address(&self) -> String {
-        match self {
-            Listener::Unix(_, p) => format!("unix:{}", p.display()),
-            Listener::Tcp(t) => t
-                .local_addr()
-                .map_or_else(|_| "tcp".into(), |a| format!("tcp:{a}")),
-        }
-    }
-
-    fn accept(&self) -> io::Result<Stream> {
-        let s = match self {
-            Listener::Unix(l, _) => Stream::Unix(l.accept()?.0),
-            Listener::Tcp(l) => {
-                let s = l.accept()?.0;
-                // NBD asks both ends to disable Nagle (section "Protocol
-                // phases"): a reply must not wait for an ACK.
-                s.set_nodelay(true)?;
-                Stream::Tcp(s)
-            }
-        };
-        match &s {
-            Stream::Unix(u) => u.set_nonblocking(false)?,
-            Stream::Tcp(t) => t.set_nonblocking(false)?,
-        }
-        Ok(s)
-    }
-}
-
-/// A socket path may be reused when nothing listens on it any more (left
-/// by a server that was killed); anything else there is refused.
-fn clear_stale_socket(path: &Path) -> Result<()> {
-    let err = |message: String| Error::Listen {
-        address: path.display().to_string(),
-        message,
-    };
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(err(e.to_string())),
-        Ok(m) if !m.file_type().is_socket() => Err(err("exists and is not a socket".into())),
-        Ok(_) if UnixStream::connect(path).is_ok() => {
-            Err(err("another server is listening on it".into()))
-        }
-        Ok(_) => std::fs::remove_file(path)
-            .map_err(|e| err(format!("cannot remove the stale socket: {e}"))),
     }
 }
 
