@@ -75,7 +75,8 @@ def read_log(path: str) -> EmuLog:
 
 
 def lateness_summary(late_ns: np.ndarray) -> dict[str, float]:
-    """Percentiles (ns) of reply − model completion."""
+    """Mean, percentiles and maximum (ns) of a set of delays (reply −
+    model completion, or the client's gaps)."""
     if len(late_ns) == 0:
         return {"count": 0}
     q = np.percentile(late_ns, [50, 90, 99, 99.9])
@@ -96,7 +97,9 @@ def lateness_summary(late_ns: np.ndarray) -> dict[str, float]:
 class CheckReport:
     """What :func:`check_log` found: a summary and one row per request
     (the log's columns plus ``model_*`` columns, ``agree``, ``start_ok``
-    and ``late_ns``)."""
+    and ``late_ns``). ``summary["idle_gap"]`` describes the client's gaps
+    from a reply to the next arrival when nothing else was outstanding: on
+    a zero-latency run, the client's own cost per request."""
 
     summary: dict[str, Any]
     requests: pd.DataFrame
@@ -146,6 +149,12 @@ def check_log(path: str) -> CheckReport:
     df["start_ok"] = start_ok
     df["late_ns"] = df["reply_ns"] - df["complete_ns"]
     sv = df[served]
+    # The client's own time: from a reply to the next request's arrival,
+    # where nothing else was outstanding (the disk sat idle meanwhile).
+    arr = df["arrival_ns"].to_numpy()
+    rep = df["reply_ns"].to_numpy()
+    idle = arr[1:] - rep[:-1]
+    idle = idle[idle >= 0]
     span_ns = int(sv["complete_ns"].max() - sv["start_ns"].min()) if len(sv) else 0
     summary: dict[str, Any] = {
         "log": path,
@@ -163,5 +172,6 @@ def check_log(path: str) -> CheckReport:
         "mean_service_ms": float(sv["service_ns"].mean() / 1e6) if len(sv) else 0.0,
         "iops": float(len(sv) / (span_ns / 1e9)) if span_ns > 0 else 0.0,
         "late": lateness_summary(sv["late_ns"].to_numpy()),
+        "idle_gap": lateness_summary(idle),
     }
     return CheckReport(summary=summary, requests=df)

@@ -186,6 +186,8 @@ def test_random_reads_take_the_model_time_and_the_log_checks_out(tmp_path, capsy
     s = report.summary
     assert report.ok
     assert s["by_op"]["read"] == n and s["model_agreement"] == s["served"]
+    # qemu-io waits for each reply: every next arrival follows one.
+    assert s["idle_gap"]["count"] >= n - 1 and s["idle_gap"]["p50_ns"] > 0
     reads = report.requests[report.requests["op"] == "read"]
     # A server that replied at once could not take this long.
     assert wall_ns >= reads["service_ns"].sum()

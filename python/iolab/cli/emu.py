@@ -204,6 +204,12 @@ def _check(args: argparse.Namespace) -> int:
             f"p90 {_us(late['p90_ns'])}, p99 {_us(late['p99_ns'])}, p99.9 {_us(late['p999_ns'])}, "
             f"max {_us(late['max_ns'])}; {late['within_100us']:.1%} within 100 us"
         )
+    gap = s["idle_gap"]
+    if gap["count"]:
+        print(
+            f"  client's gap (reply to next arrival, disk idle): {gap['count']} gaps, mean {_us(gap['mean_ns'])}, "
+            f"p50 {_us(gap['p50_ns'])}, p90 {_us(gap['p90_ns'])}, p99 {_us(gap['p99_ns'])}"
+        )
     print(f"  model busy {s['busy_ns'] / 1e9:.3f} s over {s['span_ns'] / 1e9:.3f} s; mean service "
           f"{s['mean_service_ms']:.3f} ms")
     if args.out:
