@@ -115,7 +115,16 @@ impl Drive {
         put_reply_header(&mut reply, header.cookie, error);
         self.clock.wait_until(complete_ns);
         // A client that hung up is not the drive's failure.
-        let sent = conn.stream.lock().unwrap().write_all(&reply);
+        let sent = {
+            let mut s = conn.stream.lock().unwrap();
+            let sent = s.write_all(&reply);
+            if sent.is_err() {
+                // Gone, or not reading: end the connection (its reader
+                // sees end-of-file); the disk goes on with the others.
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            sent
+        };
         let reply_ns = self.clock.now_ns();
         let record = Record {
             seq: self.seq,

@@ -32,6 +32,13 @@ impl Stream {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
         })
     }
+    /// How long a write may block (a client that stops reading).
+    pub(crate) fn set_write_timeout(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.shutdown(how),

@@ -60,6 +60,9 @@ pub struct Config {
     /// Run the drive and connection threads at real-time priority where
     /// permitted ([`crate::clock::try_realtime`]; default on).
     pub realtime: bool,
+    /// A client that has not taken a reply within this long is dropped, so
+    /// the one drive never hangs on it (default 10 s).
+    pub reply_timeout: Duration,
 }
 
 impl Config {
@@ -76,6 +79,7 @@ impl Config {
             sync: true,
             verbose: false,
             realtime: true,
+            reply_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -232,6 +236,7 @@ impl Emulator {
                 read_only: cfg.read_only,
                 clock,
                 realtime,
+                reply_timeout: cfg.reply_timeout.max(Duration::from_millis(1)),
             };
             thread::Builder::new()
                 .name("iolab-emu-accept".into())
@@ -383,6 +388,7 @@ struct ConnCtx {
     clock: ModelClock,
     /// Connection threads too: their stamp is the request's arrival.
     realtime: bool,
+    reply_timeout: Duration,
 }
 
 fn run_acceptor(
@@ -444,6 +450,9 @@ fn run_connection(
             match reader.try_clone() {
                 Err(e) => format!("dropped: {e}"),
                 Ok(writer) => {
+                    // The one drive must not hang on a client that stopped
+                    // reading its replies.
+                    let _ = writer.set_write_timeout(Some(ctx.reply_timeout));
                     let conn = Arc::new(Conn {
                         id,
                         stream: Mutex::new(writer),

@@ -238,6 +238,26 @@ fn garbage_and_hangups_drop_only_that_connection() {
 }
 
 #[test]
+fn a_client_that_stops_reading_replies_is_dropped_not_waited_for() {
+    let srv = Server::start(fixed(0.1), |cfg| {
+        cfg.reply_timeout = Duration::from_millis(300)
+    });
+    let mut greedy = srv.client();
+    // 64 reads of 1 MiB, never read: far more than a socket buffers.
+    for i in 0..64 {
+        greedy.send(CMD_READ, 0, i << 20, 1 << 20, &[]);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let mut other = srv.client();
+    assert_eq!(other.read(0, 512), vec![0; 512]);
+    other.disconnect();
+    let s = srv.emu.stats();
+    assert!(s.unsent >= 1, "{s:?}");
+    drop(greedy);
+    srv.emu.shutdown().unwrap();
+}
+
+#[test]
 fn stop_serves_what_is_queued_then_closes() {
     let srv = Server::start(fixed(20.0), |_| {});
     let mut c = srv.client();
