@@ -199,6 +199,18 @@ def test_random_reads_take_the_model_time_and_the_log_checks_out(tmp_path, capsy
     text = capsys.readouterr().out
     assert f"model agreement: {s['served']}/{s['served']}" in text and "0 request(s) not started" in text
     assert "agree" in cmp_csv.read_text().splitlines()[0]
+    # The requests as a trace that the simulator replays on the same disk.
+    trace = tmp_path / "run.fiu"
+    assert main(["emu", "--check", str(srv.log), "--trace", str(trace)]) == 0
+    spec = tmp_path / "replay.toml"
+    spec.write_text(
+        '[disk]\npreset = "hp97560"\n[[scheduler]]\nname = "noop"\n'
+        f'[workload]\nkind = "trace"\nformat = "fiu"\nfile = "{trace}"\n[run]\nduration_s = 60\nseed = 1\n'
+    )
+    out_json = tmp_path / "replay.json"
+    assert main(["run", str(spec), "--json", str(out_json), "-q", "--no-plots"]) == 0
+    run = json.loads(out_json.read_text())["runs"][0]
+    assert run["requests"]["completed"] == n
 
 
 def test_check_finds_a_log_that_disagrees_with_the_model(tmp_path, capsys):

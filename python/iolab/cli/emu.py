@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     chk.add_argument("--check", metavar="LOG", help="replay LOG through its disk model and report agreement")
     chk.add_argument("--out", metavar="CSV", help="with --check: write the per-request comparison here")
     chk.add_argument("--json", metavar="FILE", help="with --check: write the summary as JSON here")
+    chk.add_argument("--trace", metavar="FILE",
+                     help="with --check: write the reads and writes as an FIU trace that `iolab run` replays")
     p.set_defaults(func=cmd_emu)
 
 
@@ -55,6 +57,9 @@ def cmd_emu(args: argparse.Namespace) -> int:
         if serving:
             raise UserError(f"--check reads a log; it takes no --{serving[0].replace('_', '-')}")
         return _check(args)
+    checking = [o for o in ("out", "json", "trace") if getattr(args, o) is not None]
+    if checking:
+        raise UserError(f"--{checking[0]} goes with --check LOG")
     return _serve(args)
 
 
@@ -219,6 +224,11 @@ def _check(args: argparse.Namespace) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(s, f, indent=2)
         print(f"  summary: {args.json}")
+    if args.trace:
+        from iolab.emu import read_log, write_trace
+
+        n = write_trace(read_log(args.check), args.trace)
+        print(f"  trace: {args.trace} ({n} requests, FIU format)")
     if not r.ok:
         print("  DISAGREEMENT: see the rows with agree=False or start_ok=False", file=sys.stderr)
         return 1
