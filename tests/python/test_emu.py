@@ -242,14 +242,13 @@ def test_a_diskspecs_disk(tmp_path):
 def test_the_native_emulator_on_a_tcp_port(tmp_path):
     from iolab._iolab import Emulator
 
-    emu = Emulator(str(tmp_path / "t.img"), port=0, preset="fixed", fixed_ms=0.5)
-    assert emu.address.startswith("tcp:127.0.0.1:")
-    port = emu.address.rsplit(":", 1)[1]
-    p = subprocess.run(["qemu-io", "-f", "raw", f"nbd://127.0.0.1:{port}", "-c", "write -P 4 0 4k",
-                        "-c", "read -P 4 0 4k"], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and "Pattern verification failed" not in p.stdout, p.stdout + p.stderr
-    emu.stop()
-    assert emu.wait(30)
+    with Emulator(str(tmp_path / "t.img"), port=0, preset="fixed", fixed_ms=0.5) as emu:
+        assert emu.address.startswith("tcp:127.0.0.1:")
+        port = emu.address.rsplit(":", 1)[1]
+        p = subprocess.run(["qemu-io", "-f", "raw", f"nbd://127.0.0.1:{port}", "-c", "write -P 4 0 4k",
+                            "-c", "read -P 4 0 4k"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and "Pattern verification failed" not in p.stdout, p.stdout + p.stderr
+    assert emu.wait(0), "leaving the block stopped it"
     s = json.loads(emu.stats())
     assert s["reads"] == 1 and s["writes"] == 1 and s["late"]["count"] >= 2
 

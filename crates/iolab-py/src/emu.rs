@@ -111,6 +111,18 @@ impl PyEmulator {
         self.inner.stop();
     }
 
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Leaving a `with` block stops the emulator and waits for it.
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.inner.stop();
+        while !self.wait(py, 1.0)? {}
+        Ok(false)
+    }
+
     /// Waits up to `timeout` seconds for the emulator to stop (releasing
     /// the GIL): True once stopped. Raises OSError if the final log flush
     /// or image sync failed.
