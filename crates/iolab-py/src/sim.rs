@@ -12,12 +12,14 @@ use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Library errors become Python exceptions here, and only here.
+/// Library errors become Python exceptions here, and only here, each as
+/// one line (control characters from the input escaped).
 pub fn to_py(e: Error) -> PyErr {
+    let text = iolab_sim::error::one_line(&e.to_string());
     match e {
-        Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        Error::Io { .. } => PyOSError::new_err(text),
         Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
-        other => PyValueError::new_err(other.to_string()),
+        _ => PyValueError::new_err(text),
     }
 }
 

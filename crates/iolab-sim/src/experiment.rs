@@ -172,6 +172,8 @@ pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, Strin
     let base_dir = Path::new(file).parent().map(Path::to_path_buf).unwrap_or_default();
     Experiment::new(spec, base_dir).map_err(|e| match e {
         Error::Invalid { field, message } => at(FieldError::new(FieldPath::parse(&field), message)),
+        Error::Unknown { kind: "disk preset", .. } => at(FieldError::new(FieldPath::parse("disk.preset"), e.to_string())),
+        e @ Error::Unknown { .. } => Error::Spec { file: file.to_string(), message: e.to_string() },
         other => other,
     })
 }

@@ -9,7 +9,7 @@
 //! [`FieldPath`] and a message) into `file:line: field `a.b[0].c`: message`,
 //! the line taken from the TOML document's spans.
 
-use crate::error::Error;
+use crate::error::{one_line, Error};
 use serde_json::Value;
 use std::fmt;
 use toml_edit::{ImDocument, Item, Table};
@@ -177,15 +177,15 @@ impl SpecSource {
 
     fn describe(doc: &ImDocument<String>, fe: &FieldError) -> String {
         match line_in_doc(doc, &fe.path) {
-            Some(line) => format!("line {line}: field `{}`: {}", fe.path, fe.message),
-            None => format!("field `{}`: {}", fe.path, fe.message),
+            Some(line) => one_line(&format!("line {line}: field `{}`: {}", fe.path, fe.message)),
+            None => one_line(&format!("field `{}`: {}", fe.path, fe.message)),
         }
     }
 
     /// One line naming the file, the line when known, and the field.
     /// `from_override` is the `--set KEY=VALUE` that wrote the field, if one did.
     pub fn field_error(&self, fe: &FieldError, from_override: Option<&str>) -> Error {
-        let message = format!("field `{}`: {}", fe.path, fe.message);
+        let message = one_line(&format!("field `{}`: {}", fe.path, fe.message));
         if let Some(o) = from_override {
             return Error::Spec { file: self.file.clone(), message: format!("--set {o}: {message}") };
         }

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from iolab.cli.errors import UserError
+from iolab.cli.errors import UserError, one_line
 
 # Subcommand modules, in the order `iolab --help` lists them.
 SUBCOMMANDS = [
@@ -47,10 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"iolab: error: {e}", file=sys.stderr)
+        print(f"iolab: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except (ValueError, OSError) as e:
-        print(f"iolab: error: {e}", file=sys.stderr)
+        print(f"iolab: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("iolab: interrupted", file=sys.stderr)

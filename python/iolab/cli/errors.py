@@ -5,6 +5,12 @@ class UserError(Exception):
     """A problem with what the user asked for: a file, a field, an option."""
 
 
+def one_line(message: str) -> str:
+    """An error message on one line: control characters from the input
+    (a newline in a name) are shown escaped."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
+
+
 def positive_int(text: str) -> int:
     """argparse type: a whole number of at least 1."""
     import argparse
