@@ -42,7 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        # Ctrl-C while the subcommands are imported is still a clean stop.
+        parser = build_parser()
+    except KeyboardInterrupt:
+        print("iolab: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
