@@ -14,6 +14,10 @@ have_sbin mkfs.ext4 || need+=(e2fsprogs)
 have_sbin smtp-source || need+=(postfix)
 command -v swaks >/dev/null 2>&1 || need+=(swaks)
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# iolab emu's tests and benchmark: QEMU's NBD client (qemu-io, qemu-img), libnbd's nbdinfo, a QEMU guest.
+command -v qemu-io >/dev/null 2>&1 || need+=(qemu-utils)
+command -v nbdinfo >/dev/null 2>&1 || need+=(libnbd-bin)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
 fi
