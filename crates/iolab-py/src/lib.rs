@@ -18,10 +18,7 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stats::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
-<<<<<<< HEAD
     mail::register(m)?;
-=======
     emu::register(m)?;
->>>>>>> main
     Ok(())
 }
