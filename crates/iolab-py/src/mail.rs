@@ -142,37 +142,6 @@ impl PyMailServer {
 
 type PySent = (u64, usize, &'static str, u16, u64);
 
-fn load_spec(
-    addr_: &str,
-    sessions: usize,
-    messages: u64,
-    sizes: Vec<(usize, f64)>,
-    tag: String,
-    per_connection: u64,
-    pause: f64,
-    timeout: f64,
-) -> PyResult<LoadSpec> {
-    if sessions == 0 || sessions > 100_000 {
-        return Err(PyValueError::new_err("sessions: must be between 1 and 100000"));
-    }
-    if sizes.is_empty() || sizes.iter().any(|&(s, w)| s == 0 || s > 64 << 20 || !(w > 0.0 && w.is_finite())) {
-        return Err(PyValueError::new_err("sizes: give (bytes, weight) pairs with 0 < bytes <= 64 MiB and weight > 0"));
-    }
-    if tag.is_empty() || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return Err(PyValueError::new_err("tag: letters, digits and '-' only"));
-    }
-    Ok(LoadSpec {
-        addr: addr("addr", addr_)?,
-        sessions,
-        messages,
-        sizes,
-        per_connection,
-        tag,
-        pause: secs("pause", pause)?,
-        timeout: secs("timeout", timeout)?,
-    })
-}
-
 fn report_to_py(report: loadgen::LoadReport) -> (f64, u64, Vec<PySent>) {
     let sent = report
         .sent
@@ -212,7 +181,25 @@ impl PyMailLoad {
         pause: f64,
         timeout: f64,
     ) -> PyResult<Self> {
-        let spec = load_spec(addr_, sessions, messages, sizes, tag, per_connection, pause, timeout)?;
+        if sessions == 0 || sessions > 100_000 {
+            return Err(PyValueError::new_err("sessions: must be between 1 and 100000"));
+        }
+        if sizes.is_empty() || sizes.iter().any(|&(s, w)| s == 0 || s > 64 << 20 || !(w > 0.0 && w.is_finite())) {
+            return Err(PyValueError::new_err("sizes: give (bytes, weight) pairs with 0 < bytes <= 64 MiB and weight > 0"));
+        }
+        if tag.is_empty() || !tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(PyValueError::new_err("tag: letters, digits and '-' only"));
+        }
+        let spec = LoadSpec {
+            addr: addr("addr", addr_)?,
+            sessions,
+            messages,
+            sizes,
+            per_connection,
+            tag,
+            pause: secs("pause", pause)?,
+            timeout: secs("timeout", timeout)?,
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
