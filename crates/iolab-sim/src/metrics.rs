@@ -78,6 +78,8 @@ pub struct Collector {
     pub(crate) dispatched: u64,
     pub(crate) completed: u64,
     busy_ns: u64,
+    /// End of the latest service interval counted in `busy_ns`.
+    busy_until: SimTime,
     seek_cylinders: u64,
     seek_ns: u64,
     seeks: u64,
@@ -98,6 +100,7 @@ impl Collector {
             dispatched: 0,
             completed: 0,
             busy_ns: 0,
+            busy_until: SimTime::ZERO,
             seek_cylinders: 0,
             seek_ns: 0,
             seeks: 0,
@@ -111,9 +114,13 @@ impl Collector {
         self.completed
     }
 
-    /// The device started serving a request.
-    pub fn service_started(&mut self, s: &Service) {
-        self.busy_ns += s.total_ns;
+    /// The device started serving a request at `now`. Busy time is the
+    /// union of service intervals, so a device serving several requests at
+    /// once (an SSD) is busy at most 100% of the time.
+    pub fn service_started(&mut self, s: &Service, now: SimTime) {
+        let done = now + s.total_ns;
+        self.busy_ns += done.since(now.max(self.busy_until));
+        self.busy_until = self.busy_until.max(done);
         self.seek_ns += s.seek_ns;
         self.seek_cylinders += s.seek_cylinders;
         self.seeks += (s.seek_cylinders > 0) as u64;

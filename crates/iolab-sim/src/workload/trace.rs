@@ -236,7 +236,7 @@ mod tests {
         let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(fixed_ms), ..DiskSpec::default() };
         let disk = disk::build(&d, Path::new(".")).unwrap();
         let built = build(s, disk.capacity_sectors()).unwrap();
-        let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
+        let ctx = crate::sched::SchedContext::new(disk.position_cost());
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let cfg =
             EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
