@@ -29,6 +29,9 @@ use std::sync::Arc;
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod mq;
+pub mod mq_deadline;
+pub mod none;
 pub mod noop;
 pub mod sortfifo;
 #[cfg(test)]
@@ -215,6 +218,8 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     anticipatory::AS_INFO,
     anticipatory::AS95_INFO,
     anticipatory::WPCAS_INFO,
+    none::INFO,
+    mq_deadline::INFO,
 ];
 
 /// Look a scheduler up by name or alias.

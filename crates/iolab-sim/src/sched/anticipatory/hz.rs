@@ -36,6 +36,10 @@ impl Hz {
     pub fn hz(self) -> u32 {
         self.hz
     }
+    /// Nanoseconds per jiffy.
+    pub fn jiffy_ns(self) -> u64 {
+        self.jiffy_ns
+    }
     /// The value of `jiffies` at instant `t`.
     pub fn jiffies(self, t: SimTime) -> u64 {
         t.ns() / self.jiffy_ns
