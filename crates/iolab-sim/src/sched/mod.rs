@@ -29,6 +29,7 @@ use std::sync::Arc;
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod kyber;
 pub mod mq;
 pub mod mq_deadline;
 pub mod none;
@@ -220,6 +221,7 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     anticipatory::WPCAS_INFO,
     none::INFO,
     mq_deadline::INFO,
+    kyber::INFO,
 ];
 
 /// Look a scheduler up by name or alias.
