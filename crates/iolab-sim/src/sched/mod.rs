@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod kyber;
@@ -222,6 +223,7 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     none::INFO,
     mq_deadline::INFO,
     kyber::INFO,
+    bfq::INFO,
 ];
 
 /// Look a scheduler up by name or alias.

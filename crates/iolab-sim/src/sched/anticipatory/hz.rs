@@ -52,6 +52,10 @@ impl Hz {
     pub fn from_ns_ceil(self, ns: u64) -> u64 {
         ns.div_ceil(self.jiffy_ns)
     }
+    /// `nsecs_to_jiffies`: a duration rounded down to whole jiffies.
+    pub fn from_ns_floor(self, ns: u64) -> u64 {
+        ns / self.jiffy_ns
+    }
     /// Jiffies to ms as `(j * 1000) / HZ` (as_close_req's `delay`).
     pub fn to_ms(self, jiffies: u64) -> u64 {
         jiffies * (NS_PER_S / NS_PER_MS) / self.hz as u64

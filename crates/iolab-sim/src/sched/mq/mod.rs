@@ -159,7 +159,8 @@ impl<S: MqSched> BlkMq<S> {
     }
 
     /// Wake waiters while tags allow: each oldest waiter that now gets a
-    /// tag submits its request, and its next one if it has one.
+    /// tag submits its request, then its later ones until one finds no
+    /// tag (it sleeps again, at the back).
     fn wake(&mut self, now: SimTime) {
         let mut i = 0;
         while i < self.waiters.len() {
@@ -169,15 +170,20 @@ impl<S: MqSched> BlkMq<S> {
                 continue;
             }
             self.waiters.remove(i);
-            // The process runs again and submits its next request.
-            if let Some(next) = self.later.get_mut(&rq.pid).and_then(VecDeque::pop_front) {
-                if self.later.get(&rq.pid).is_some_and(VecDeque::is_empty) {
-                    self.later.remove(&rq.pid);
-                }
-                if let Some(back) = self.try_admit(next, now) {
-                    self.waiters.push_back(Waiting { rq: back });
-                }
+            self.submit_later(rq.pid, now);
+        }
+    }
+
+    /// The process runs again and submits the requests it held back.
+    fn submit_later(&mut self, pid: ProcessId, now: SimTime) {
+        while let Some(next) = self.later.get_mut(&pid).and_then(VecDeque::pop_front) {
+            if let Some(back) = self.try_admit(next, now) {
+                self.waiters.push_back(Waiting { rq: back });
+                break;
             }
+        }
+        if self.later.get(&pid).is_some_and(VecDeque::is_empty) {
+            self.later.remove(&pid);
         }
     }
 }
@@ -190,7 +196,7 @@ impl<S: MqSched> Elevator for BlkMq<S> {
     /// `blk_mq_submit_bio` → `blk_mq_get_new_requests` (tag, with the
     /// elevator's `limit_depth`) → `insert_requests`.
     fn insert(&mut self, rq: Request, now: SimTime) {
-        let asleep = self.waiters.iter().any(|w| w.rq.pid == rq.pid);
+        let asleep = self.later.contains_key(&rq.pid) || self.waiters.iter().any(|w| w.rq.pid == rq.pid);
         if asleep {
             self.later.entry(rq.pid).or_default().push_back(rq);
         } else if let Some(rq) = self.try_admit(rq, now) {
@@ -333,6 +339,29 @@ mod tests {
         // Pid 1 woke with the tag, and its next request went to the back.
         let ids: Vec<_> = m.waiters.iter().map(|w| w.rq.id).collect();
         assert_eq!(ids, vec![4, 3]);
+        assert!(m.later.is_empty());
+    }
+
+    #[test]
+    fn a_woken_process_submits_all_it_held_back_while_tags_last() {
+        let mut m = BlkMq::new(Fifo(VecDeque::new(), false), 4);
+        for i in 0..4 {
+            m.insert(read(i, 0, 8 * i as u64), ms(0));
+        }
+        for i in 4..7 {
+            m.insert(read(i, 1, 1000 + 8 * i as u64), ms(0)); // 4 asleep, 5 and 6 held back
+        }
+        assert_eq!((m.waiters.len(), m.waiting()), (1, 3));
+        // Two completions free two tags: 4 gets one, 5 the other, 6 sleeps.
+        for _ in 0..2 {
+            let rq = take(&mut m);
+            m.completed(&rq, ms(1));
+        }
+        let ids: Vec<_> = m.waiters.iter().map(|w| w.rq.id).collect();
+        assert_eq!((ids, m.later.len()), (vec![6], 0));
+        // Its next request queues behind it, not past it.
+        m.insert(read(7, 1, 5000), ms(2));
+        assert_eq!(m.later[&1].len(), 1);
     }
 
     #[test]
