@@ -275,6 +275,11 @@ impl Bfq {
         (slow, delta_us / 1000)
     }
 
+    #[cfg(test)]
+    pub(super) fn is_slow_for_test(&self, id: QueueId) -> (bool, u64) {
+        self.is_slow(id, false)
+    }
+
     /// `bfq_bfqq_softrt_next_start`: when the queue could next be soft
     /// real time: its service since it became busy at no more than
     /// `bfq_wr_max_softrt_rate`, and at least slice_idle + 4 jiffies on.

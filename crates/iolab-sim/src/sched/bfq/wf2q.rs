@@ -188,6 +188,7 @@ impl Bfq {
             if !gt(f, t.vtime) {
                 self.idle_extract(st, id);
                 self.forget_entity(st, id);
+                self.maybe_free(id);
             }
         }
     }
