@@ -142,6 +142,8 @@ struct Engine<'o, O: Observer> {
     elv_timer: Option<SimTime>,
     /// The instant a timer last fired: not armed again at that instant.
     fired_at: Option<SimTime>,
+    /// The last process event or completion.
+    last_work: SimTime,
     next_id: u32,
     metrics: Collector,
     obs: &'o mut O,
@@ -192,6 +194,7 @@ pub fn run_observed<O: Observer>(
         timer_armed: None,
         elv_timer: None,
         fired_at: None,
+        last_work: SimTime::ZERO,
         next_id: 0,
         metrics: Collector::new(process_class, classes.len()),
         obs,
@@ -238,8 +241,14 @@ pub fn run_observed<O: Observer>(
             }
         }
         match ev.kind {
-            Kind::Wake(pid) => e.run_process(pid)?,
-            Kind::DiskDone(id) => e.complete(id)?,
+            Kind::Wake(pid) => {
+                e.last_work = e.now;
+                e.run_process(pid)?
+            }
+            Kind::DiskDone(id) => {
+                e.last_work = e.now;
+                e.complete(id)?
+            }
             Kind::Timer => {
                 let idle = e.timer_armed == Some(ev.time);
                 let own = e.elv_timer == Some(ev.time);
@@ -274,7 +283,10 @@ pub fn run_observed<O: Observer>(
                     ),
                 ));
             }
-            e.now
+            // A scheduler timer that fired after the last request and the
+            // last process (Kyber's statistics window, BFQ's idle wait for
+            // a process that has exited) is not part of the run.
+            e.last_work
         }
     };
     let overhang_ns = e.in_service.iter().map(|(_, done)| done.since(end)).max().unwrap_or(0);
@@ -515,6 +527,45 @@ mod tests {
             assert_eq!(disp.ns() - ins.ns(), 5_000_000, "dispatched exactly at the timer");
         }
         assert_eq!(out.end, SimTime(16 * 6_000_000));
+    }
+
+    /// A FIFO that arms a timer 100 ms after each completion, as Kyber
+    /// pulls its statistics timer.
+    struct LateTimer {
+        fifo: VecDeque<Request>,
+        timer: Option<SimTime>,
+    }
+
+    impl Elevator for LateTimer {
+        fn name(&self) -> &'static str {
+            "late-timer"
+        }
+        fn insert(&mut self, rq: Request, _now: SimTime) {
+            self.fifo.push_back(rq);
+        }
+        fn dispatch(&mut self, _now: SimTime) -> Dispatch {
+            self.fifo.pop_front().map_or(Dispatch::Nothing, Dispatch::Request)
+        }
+        fn completed(&mut self, _rq: &Request, now: SimTime) {
+            self.timer = Some(now + 100_000_000);
+        }
+        fn timer(&mut self, _now: SimTime) {
+            self.timer = None;
+        }
+        fn armed_timer(&self) -> Option<SimTime> {
+            self.timer
+        }
+        fn queued(&self) -> usize {
+            self.fifo.len()
+        }
+    }
+
+    #[test]
+    fn a_timer_after_the_last_request_does_not_lengthen_the_run() {
+        let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(1.0), ..DiskSpec::default() };
+        let sched = Box::new(LateTimer { fifo: VecDeque::new(), timer: None });
+        let out = run_with(d, sched, &readers(1, 0.0625), &mut Log::default());
+        assert_eq!(out.end, SimTime(16_000_000), "16 requests of 1 ms, not 116 ms");
     }
 
     #[test]
