@@ -69,6 +69,8 @@ fn rate(amount: f64, elapsed_ns: u64) -> f64 {
 /// Collects measurements during a run. Called by the engine only.
 pub struct Collector {
     overall: Tally,
+    /// Reads alone: a read's latency is what a process waits for.
+    reads: Tally,
     per_class: Vec<Tally>,
     per_process: Vec<Tally>,
     process_class: Vec<u32>,
@@ -91,6 +93,7 @@ impl Collector {
     pub fn new(process_class: Vec<u32>, classes: usize) -> Collector {
         Collector {
             overall: Tally::new(),
+            reads: Tally::new(),
             per_class: vec![Tally::new(); classes],
             per_process: vec![Tally::new(); process_class.len()],
             process_class,
@@ -141,7 +144,10 @@ impl Collector {
         self.per_process[pid].record(latency, bytes);
         self.per_class[self.process_class[pid] as usize].record(latency, bytes);
         match rq.dir {
-            Dir::Read => self.read_bytes += bytes,
+            Dir::Read => {
+                self.read_bytes += bytes;
+                self.reads.record(latency, bytes);
+            }
             Dir::Write => self.write_bytes += bytes,
         }
     }
@@ -172,6 +178,7 @@ impl Collector {
             write_mb_s: rate(self.write_bytes as f64 / 1e6, elapsed),
             iops: rate(self.completed as f64, elapsed),
             latency_ms: self.overall.summary(),
+            read_latency_ms: self.reads.summary(),
             seek: SeekSummary {
                 seeks: self.seeks,
                 mean_cylinders: if self.dispatched == 0 { 0.0 } else { self.seek_cylinders as f64 / self.dispatched as f64 },
@@ -293,6 +300,8 @@ pub struct RunResult {
     pub write_mb_s: f64,
     pub iops: f64,
     pub latency_ms: LatencySummary,
+    /// Reads only (all zero when the run completed no read).
+    pub read_latency_ms: LatencySummary,
     pub seek: SeekSummary,
     pub disk: DiskSummary,
     /// False for schedulers that never anticipate (their counts are zero).

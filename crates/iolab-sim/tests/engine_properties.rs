@@ -146,6 +146,7 @@ fn fs_and_trace_workloads() -> Vec<WorkloadSpec> {
         streams: Streams::Each,
         max_records: None,
         blkparse_action: "Q".into(),
+        jitter_ms: 0.0,
     };
     let bursty = ArrivalSpec {
         rate_per_s: 100.0,
