@@ -260,7 +260,8 @@ def analyse(doc: dict[str, Any], metric: Metric, equivalence_margin: float = 0.0
         low, high = _paired_interval(d, level)
         pair = comp.pair(best, runner)
         verdict.margin = Margin(runner, sum(d) / len(d), low, high, level, pair.p_holm if pair else math.nan)
-    if verdict.winner is None:
+    if verdict.winner is None and len(verdict.top) == len(labels):
+        # Nothing separated: does the choice not matter, or can the runs not tell?
         verdict.equivalent, verdict.widest = _equivalence(values, best, others, equivalence_margin)
     return verdict
 
@@ -311,10 +312,12 @@ def explain(v: Verdict, cfg_by_label: dict[str, Config], dev: str) -> list[str]:
             nxt = ordered[1] if len(ordered) > 1 else None
             diff = f" ({_fmt(v.mean(v.winner) - v.mean(nxt))}{unit} against {nxt})" if nxt else ""
             lines.append(f"Best for {m.title} ({better} is better): {v.winner}{diff}.")
-        else:
-            lines.append(f"The choice does not matter for {m.title}: {', '.join(v.top)} give the same value.")
+        elif len(v.top) == len(v.values):
+            lines.append(f"The choice does not matter for {m.title}: every configuration gives the same value.")
             return lines
-        rec = v.winner
+        else:
+            lines.append(f"Best for {m.title} ({better} is better), tied: {', '.join(v.top)}; the others are worse.")
+        rec = v.winner or v.top[0]
     elif v.winner:
         mg = v.margin
         rel = mg.diff / abs(v.mean(mg.versus)) if v.mean(mg.versus) else math.nan
@@ -335,18 +338,20 @@ def explain(v: Verdict, cfg_by_label: dict[str, Config], dev: str) -> list[str]:
                 f"significantly best, and every one is within ±{v.equivalence_margin:.0%} of the best "
                 f"({v.best}) by a paired equivalence test over {n} seeds.")
             return lines
-        top = ", ".join(v.top)
-        lines.append(f"No configuration is significantly best for {m.title} over {n} seeds "
-                     f"(ANOVA p = {v.anova_p:.2g}); the best group: {top}.")
-        if v.widest:
-            k, lo, hi = v.widest
-            lines.append(f"Not established either that the choice does not matter: {k} against {v.best} "
-                         f"lies within [{lo:+.1%}, {hi:+.1%}], wider than ±{v.equivalence_margin:.0%}. "
-                         f"More seeds (--seeds) would tell.")
         if len(v.top) == len(v.values):
+            lines.append(f"No configuration is significantly better than any other for {m.title} over {n} seeds"
+                         + (f" (ANOVA p = {v.anova_p:.2g})." if v.anova_p is not None else "."))
+            if v.widest:
+                k, lo, hi = v.widest
+                lines.append(f"Nor is it established that the choice does not matter: {k} against {v.best} "
+                             f"lies within [{lo:+.1%}, {hi:+.1%}], wider than ±{v.equivalence_margin:.0%}. "
+                             f"More seeds (--seeds) would tell.")
             return lines
         rec = v.best
-        lines.append(f"Every configuration outside that group is significantly worse; {rec} has the best mean.")
+        lines.append(f"No single configuration is significantly best for {m.title} over {n} seeds "
+                     f"(ANOVA p = {v.anova_p:.2g}), but every configuration outside the best group is "
+                     f"significantly worse (Holm-corrected paired t-tests). The best group: {', '.join(v.top)}; "
+                     f"{rec} has the best mean, and more seeds may separate the group.")
     lines.append("To apply it:")
     lines += ["  " + s for s in cfg_by_label[rec].sysfs_lines(dev)]
     return lines
