@@ -370,7 +370,7 @@ def table(v: Verdict) -> list[tuple[str, str, str]]:
 
 
 def verify_command(dev: str, recommended: Config, default: Config, reps: int, out: Path,
-                   workload: Optional[str]) -> list[str]:
+                   workload: Optional[str], runtime: Optional[float] = None) -> list[str]:
     """The `iolab bench` command that checks the recommendation on a real
     device: the recommended and the default configuration, interleaved."""
     import sys
@@ -381,6 +381,8 @@ def verify_command(dev: str, recommended: Config, default: Config, reps: int, ou
            "--reps", str(reps), "-o", str(out)]
     if workload:
         cmd += ["--workload", workload]
+    if runtime is not None:
+        cmd += ["--runtime", repr(float(runtime))]
     return cmd
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from iolab.cli.errors import UserError, positive_int
+from iolab.cli.errors import UserError, finite_positive, positive_int
 
 EXAMPLES = """examples:
   iolab recommend data/traces/sample.blkparse.txt --disk modern7200
@@ -57,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "current configuration (needs root and fio)")
     p.add_argument("--verify-workload", metavar="NAME", help="iolab bench workload for --verify (default bench's)")
     p.add_argument("--verify-reps", type=positive_int, default=5, metavar="N", help="repetitions for --verify (default 5)")
+    p.add_argument("--verify-runtime", type=finite_positive, default=None, metavar="S",
+                   help="seconds per fio job for --verify (default bench's)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) or 'local'")
     p.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel jobs without --dask")
     p.add_argument("-o", "--output", metavar="DIR", help="write recommend.json and the runs here")
@@ -122,7 +124,8 @@ def cmd_recommend(args) -> int:
             return 0
         recommended = {c.label: c for c in cfgs}[rec]
         cmd = rc.verify_command(args.verify, recommended, rc.default_config(args.verify), args.verify_reps,
-                                Path(args.output or "recommend-out") / "verify", args.verify_workload)
+                                Path(args.output or "recommend-out") / "verify", args.verify_workload,
+                                args.verify_runtime)
         print("verifying on the device: " + " ".join(cmd[1:]), flush=True)
         return subprocess.call(cmd)
     return 0
