@@ -35,6 +35,13 @@ def noisy(mean: float, n: int, sd: float, rng: random.Random, shared: list[float
     return [mean + shared[i] + rng.gauss(0, sd) for i in range(n)]
 
 
+def paired(means: dict[str, float], n: int, sd: float, seed: int) -> dict[str, list[float]]:
+    """Values of configurations with these means on `n` seeds sharing a ±20 per-seed effect."""
+    rng = random.Random(seed)
+    shared = [rng.gauss(0, 20) for _ in range(n)]
+    return {k: noisy(m, n, sd, rng, shared) for k, m in means.items()}
+
+
 def test_grid_defaults_and_tunables():
     cfgs = rc.configs(list(rc.MODERN), {})
     labels = [c.label for c in cfgs]
@@ -59,10 +66,7 @@ def test_grid_defaults_and_tunables():
 
 
 def test_a_clear_winner_is_named_with_its_margin():
-    rng = random.Random(1)
-    shared = [rng.gauss(0, 20) for _ in range(10)]
-    values = {"a": noisy(100, 10, 1, rng, shared), "b": noisy(90, 10, 1, rng, shared),
-              "c": noisy(80, 10, 1, rng, shared)}
+    values = paired({"a": 100, "b": 90, "c": 80}, 10, 1, seed=1)
     v = rc.analyse(doc_of(values), rc.METRICS["throughput"])
     assert v.winner == "a" and not v.deterministic
     assert v.margin.versus == "b"
@@ -104,10 +108,7 @@ def test_deterministic_runs_are_said_to_be():
 
 
 def test_a_significant_best_group_is_named_and_applied():
-    rng = random.Random(3)
-    shared = [rng.gauss(0, 20) for _ in range(10)]
-    values = {"a": noisy(100, 10, 2, rng, shared), "b": noisy(99.5, 10, 2, rng, shared),
-              "c": noisy(60, 10, 2, rng, shared)}
+    values = paired({"a": 100, "b": 99.5, "c": 60}, 10, 2, seed=3)
     v = rc.analyse(doc_of(values), rc.METRICS["throughput"])
     assert v.winner is None and set(v.top) == {"a", "b"} and v.equivalent is None
     text = " ".join(rc.explain(v, {k: rc.Config("mq-deadline") for k in values}, "sdb"))
