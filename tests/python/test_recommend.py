@@ -194,3 +194,13 @@ def test_a_recorded_trace_with_one_request_outstanding_leaves_nothing_to_choose(
     per_seed = list(zip(*values.values()))
     assert len(per_seed) == 3 and all(len(set(v)) == 1 for v in per_seed), values
     assert "does not matter" in p.stdout
+
+
+def test_dask_gives_the_same_values_as_a_local_run(tmp_path):
+    args = [str(SAMPLE), "--disk", "modern7200", "--seeds", "2", "--schedulers", "none,kyber"]
+    local, dask = tmp_path / "local", tmp_path / "dask"
+    assert iolab(*args, "-o", str(local)).returncode == 0
+    p = iolab(*args, "--dask", "local", "-o", str(dask))
+    assert p.returncode == 0, p.stderr
+    read = lambda d: json.loads((d / "recommend.json").read_text())["values"]  # noqa: E731
+    assert read(local) == read(dask)
