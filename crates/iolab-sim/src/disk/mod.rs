@@ -20,6 +20,7 @@ pub mod diskspecs;
 pub mod fixed;
 pub mod hdd;
 pub mod layout;
+pub mod media;
 pub mod paramfile;
 pub mod presets;
 pub mod seek;
@@ -141,6 +142,10 @@ pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
             Err(Error::invalid("disk", "give either `preset` or `diskspecs`, not both"))
         }
         (None, None) => Err(Error::invalid("disk", "give `preset` or `diskspecs`")),
+        (None, Some(path)) if path.trim().is_empty() => Err(Error::invalid(
+            "disk.diskspecs",
+            "is empty: give the path of a DiskSim .parv or .diskspecs file (FILE#NAME picks a disk)",
+        )),
         (None, Some(path)) => {
             Ok(Box::new(hdd::Hdd::new(diskspecs::load(&base_dir.join(path))?)?))
         }
