@@ -108,6 +108,93 @@ pub fn stats(v: &mut [f64]) -> Stats {
     }
 }
 
+/// DiskSim's distribution of access times ("Physical access time" and
+/// "Trace access time" in its `statdefs`: 1750 buckets, scale 1000, start
+/// 0, step 1, grow 1): bucket boundaries in µs, each 1% wider than the
+/// last, from 0 to about 2 s.
+fn disksim_bucket_starts() -> Vec<i64> {
+    const BUCKETS: usize = 1750;
+    let mut starts = Vec::with_capacity(BUCKETS);
+    let mut v: i64 = 0;
+    for _ in 0..BUCKETS {
+        starts.push(v);
+        v += 1 + (v.abs() * 1) / 100;
+    }
+    starts
+}
+
+/// The cumulative distribution DiskSim prints for a sample (ms): points
+/// (bucket boundary in ms, fraction of values below it, to 6 decimals),
+/// up to the first that reaches 1. Values are truncated to whole µs and
+/// counted in the bucket whose upper boundary they are below
+/// (`disksim_stat.c`, `stat_update`).
+fn disksim_cdf(values: &[f64], starts: &[i64]) -> Vec<(f64, f64)> {
+    let mut counts = vec![0u64; starts.len()];
+    let top = starts.len() - 2;
+    for &v in values {
+        let us = (v * 1000.0) as i64;
+        let i = if us < 0 {
+            0
+        } else if us >= starts[top] {
+            starts.len() - 1
+        } else {
+            // First k with us < starts[k + 1]: the bucket is k + 1.
+            starts[1..].partition_point(|&s| s <= us) + 1
+        };
+        counts[i] += 1;
+    }
+    let n = values.len() as f64;
+    let mut out = Vec::new();
+    let mut dist = 0.0f64;
+    for (i, &c) in counts.iter().enumerate() {
+        dist += c as f64 / n;
+        let y = (dist * 1e6).round() / 1e6;
+        out.push((starts[i] as f64 / 1000.0, y));
+        if y >= 1.0 {
+            break;
+        }
+    }
+    out
+}
+
+/// The demerit figure exactly as DiskSim 4.0's validation computes it
+/// (`runvalid` with its `rms` program): both samples are binned into
+/// DiskSim's access-time distribution (1% wide buckets), each CDF is
+/// interpolated linearly between bucket boundaries, and the RMS of the
+/// horizontal distance is taken at quantiles 0.0001, 0.0002, ... 1.
+pub fn disksim_demerit(measured: &[f64], simulated: &[f64]) -> f64 {
+    if measured.is_empty() || simulated.is_empty() {
+        return f64::NAN;
+    }
+    let starts = disksim_bucket_starts();
+    let a = disksim_cdf(measured, &starts);
+    let b = disksim_cdf(simulated, &starts);
+    // The horizontal position of quantile `q` on a CDF polyline.
+    fn at(line: &[(f64, f64)], i: &mut usize, q: f64) -> f64 {
+        while *i < line.len() - 1 && line[*i].1 < q {
+            *i += 1;
+        }
+        if *i == 0 {
+            return line[0].0;
+        }
+        let (x0, y0) = line[*i - 1];
+        let (x1, y1) = line[*i];
+        if y1 == y0 {
+            return x1;
+        }
+        x0 + (q - y0) / (y1 - y0) * (x1 - x0)
+    }
+    let (mut i, mut j, mut sum, mut count) = (0usize, 0usize, 0.0f64, 0u32);
+    let mut q = 0.0001f64;
+    while q <= 1.0 {
+        let d = at(&a, &mut i, q) - at(&b, &mut j, q);
+        sum += d * d;
+        count += 1;
+        q += 0.0001;
+    }
+    (sum / count as f64).sqrt()
+}
+
 /// RMS horizontal distance between the empirical CDFs of two sorted
 /// samples (see the module comment).
 pub fn demerit(a: &[f64], b: &[f64]) -> f64 {

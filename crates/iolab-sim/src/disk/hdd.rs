@@ -210,7 +210,11 @@ impl Hdd {
                 let loc = self.layout.locate(frontier);
                 (Head { pos: (loc.cyl, loc.head), t: until }, additive)
             }
-            Some(Phase::Waiting { until }) | Some(Phase::InSector { until }) => {
+            // Waiting for its first sector after a seek, the prefetch holds
+            // no sector: it stops at once whatever "Stop prefetch in
+            // sector" says (DiskSim 4.0 lets it wait for that sector).
+            Some(Phase::Waiting { .. }) => (Head { pos: head.pos, t }, false),
+            Some(Phase::InSector { until }) => {
                 if stop_in_sector {
                     (Head { pos: head.pos, t }, false)
                 } else {
@@ -356,11 +360,10 @@ impl Hdd {
             walk.cylinders = head.pos.0.abs_diff(first.cyl);
             walk.seek_ns = self.mech.move_ns(head.pos, (first.cyl, first.head), false);
             let track_first = if read_any_free { self.layout.track_span(buffered_to).0 } else { buffered_to };
-            let immed_first = immed || (read_any_free && buffered_to != track_first);
             if read_any_free && hit != Hit::Partial && buffered_to != track_first {
-                start_back = Some(read_any_free_start(&md, head, buffered_to, end, track_first));
+                start_back = Some(read_any_free_start(&md, head, buffered_to, track_first));
             }
-            let (h, f) = md.read(head, buffered_to, end, immed_first, immed, false, Reach::Anywhere, &mut self.runs);
+            let (h, f) = md.read(head, buffered_to, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
             if let Some(r) = self.runs.first() {
                 walk.rot_ns = (r.t0 - t - walk.seek_ns).max(0.0);
             }
@@ -544,6 +547,8 @@ impl Hdd {
         // the room in the segment.
         let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_write;
+        // "Minimum seek delay" is for nonsequential writes: a write that
+        // joins one the media is still writing is not repositioned.
         let mintime = if append { 0.0 } else { ms(c.min_write_seek_ms) };
         let mut head = if append {
             flush_head
@@ -618,10 +623,11 @@ impl Hdd {
         self.table.touch(seg);
         if fast {
             self.table.segs[seg].state = SegState::Writing;
-            std::mem::swap(&mut self.runs, &mut self.flush_runs);
-            if !append {
+            if append {
+                std::mem::swap(&mut self.runs, &mut self.flush_runs);
+            } else {
                 self.flush_runs.clear();
-                self.flush_runs.extend_from_slice(&self.runs[mark..]);
+                self.flush_runs.extend_from_slice(&self.runs);
             }
             self.activity = Activity::Flush { seg, head };
         } else {
@@ -651,10 +657,11 @@ impl Hdd {
 
 
 /// The segment start after a read miss with "Read any free blocks": the
-/// sectors before `from` on its track that pass under the head before it,
-/// from where the head lands (or from the track's first LBN when it lands
-/// past the sectors wanted and comes round).
-fn read_any_free_start(md: &Media, head: Head, from: u64, want: u64, track_first: u64) -> u64 {
+/// sectors of `from`'s track before it that pass under the head while it
+/// waits for `from` are buffered too — from where the head lands if that
+/// is before `from`, else from the track's first LBN, which comes round
+/// first.
+fn read_any_free_start(md: &Media, head: Head, from: u64, track_first: u64) -> u64 {
     let loc = md.layout.locate(from);
     let first = md.layout.locate(track_first);
     let arrive = head.t + md.mech.move_ns(head.pos, (loc.cyl, loc.head), false);
@@ -664,13 +671,10 @@ fn read_any_free_start(md: &Media, head: Head, from: u64, want: u64, track_first
         off += spt;
     }
     let landing = track_first + off.ceil() as u64 % loc.sectors_per_track as u64;
-    let track_end = md.layout.track_last_lbn(from) + 1;
-    if landing < from {
+    if landing <= from {
         landing
-    } else if landing >= want.min(track_end) {
-        track_first
     } else {
-        from
+        track_first
     }
 }
 

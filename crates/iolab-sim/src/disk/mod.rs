@@ -107,6 +107,11 @@ pub struct DiskSpec {
     /// Service time of the `fixed` preset, in ms.
     #[serde(default)]
     pub fixed_ms: Option<f64>,
+    /// With `diskspecs`: do zero-latency reads and writes where the file
+    /// asks for them ("Immediate buffer read/write"), which DiskSim 4.0
+    /// itself never does (docs/disks.md).
+    #[serde(default)]
+    pub zero_latency: bool,
 }
 
 fn one() -> u32 {
@@ -121,6 +126,7 @@ impl Default for DiskSpec {
             queue_depth: 1,
             device_order: DeviceOrder::Fifo,
             fixed_ms: None,
+            zero_latency: false,
         }
     }
 }
@@ -147,7 +153,9 @@ pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
             "is empty: give the path of a DiskSim .parv or .diskspecs file (FILE#NAME picks a disk)",
         )),
         (None, Some(path)) => {
-            Ok(Box::new(hdd::Hdd::new(diskspecs::load(&base_dir.join(path))?)?))
+            let opts = diskspecs::Options { zero_latency: spec.zero_latency };
+            let (params, _) = diskspecs::load_with_report(&base_dir.join(path), &opts)?;
+            Ok(Box::new(hdd::Hdd::new(params)?))
         }
         (Some(name), None) => match name.as_str() {
             fixed::NAME => Ok(Box::new(fixed::FixedDisk::new(spec.fixed_ms.unwrap_or(5.0))?)),
