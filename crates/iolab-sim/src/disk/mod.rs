@@ -138,6 +138,29 @@ pub static PRESETS: &[(&str, &str)] = &[
     (fixed::NAME, "constant service time (`fixed_ms`, default 5 ms); for tests"),
 ];
 
+/// What disk a spec builds, as lines of text: the preset and its summary,
+/// or which disk, model, bus and controller a DiskSim file gave, from
+/// where, with any notes and warnings.
+pub fn report(spec: &DiskSpec, base_dir: &Path) -> Result<Vec<String>> {
+    let depth = format!("queue depth {}, device order {:?}", spec.queue_depth, spec.device_order);
+    match (&spec.preset, &spec.diskspecs) {
+        (Some(_), None) => {
+            let d = build(spec, base_dir)?;
+            Ok(vec![format!("disk        preset {} ({depth}): {}", spec.preset.as_deref().unwrap_or(""), d.describe())])
+        }
+        (None, Some(path)) if !path.trim().is_empty() => {
+            let opts = diskspecs::Options { zero_latency: spec.zero_latency };
+            let file = base_dir.join(path);
+            let (params, r) = diskspecs::load_with_report(&file, &opts)?;
+            let d = hdd::Hdd::new(params)?;
+            let mut v = vec![format!("disk file   {} ({depth}): {}", file.display(), d.describe())];
+            v.extend(r.lines());
+            Ok(v)
+        }
+        _ => build(spec, base_dir).map(|_| Vec::new()),
+    }
+}
+
 /// Build the disk a spec describes. `base_dir` resolves relative paths.
 pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
     if spec.queue_depth == 0 {
