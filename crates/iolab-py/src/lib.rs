@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod emu;
 mod fastqueue;
 mod sim;
 mod validate;
@@ -14,5 +15,6 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
+    emu::register(m)?;
     Ok(())
 }

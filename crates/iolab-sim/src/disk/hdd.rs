@@ -753,6 +753,22 @@ impl Disk for Hdd {
         }
     }
 
+    /// With write-back on, the flush lasts until the buffered write the
+    /// mechanism is writing back is on the media (there is at most one: a
+    /// later write waits for it or appends to it). The controller overhead
+    /// of the command itself is not modelled (no source gives a figure);
+    /// with write-back off every reported write is already on the media.
+    fn flush(&mut self, now: SimTime) -> Service {
+        let t = now.ns() as f64;
+        self.catch_up(t);
+        let Activity::Flush { seg, head } = self.activity else {
+            return Service::default();
+        };
+        self.end_flush(seg, head);
+        let wait_ns = (head.t - t).max(0.0).round() as u64;
+        Service { total_ns: wait_ns, overhead_ns: wait_ns, cache: CacheOutcome::Miss, ..Service::default() }
+    }
+
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64 {
         let t = now.ns() as f64;
         let pos = self.peek_arm(t);
@@ -764,5 +780,125 @@ impl Disk for Hdd {
 
     fn position_cost(&self) -> Arc<dyn PositionCost> {
         Arc::new(HddCost { layout: self.layout.clone(), mech: self.mech.clone(), period_ns: self.period_ns })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::presets;
+
+    fn rq(sector: u64, n: u32, dir: Dir) -> Request {
+        Request { id: 0, pid: 0, sector, nr_sectors: n, dir, sync: true, arrival: SimTime::ZERO }
+    }
+
+    fn hp() -> Hdd {
+        Hdd::new(presets::hp97560_params()).unwrap()
+    }
+
+    #[test]
+    fn same_angle_one_revolution_later_costs_the_same() {
+        // Two drives in the same state serve the same request, one a whole
+        // revolution later: the platter is at the same angle, so the cost
+        // is identical.
+        let period: f64 = 60e9 / 4002.0;
+        let (mut a, mut b) = (hp(), hp());
+        let t = SimTime(3_000_000);
+        let r = rq(500_000, 8, Dir::Read);
+        let sa = a.service(&r, t);
+        let sb = b.service(&r, SimTime(t.ns() + period.round() as u64));
+        assert!(sa.total_ns.abs_diff(sb.total_ns) <= 1, "{sa:?} vs {sb:?}");
+        assert!(sa.rotation_ns < period as u64);
+    }
+
+    #[test]
+    fn rotational_latency_follows_the_clock() {
+        // Reading sector 0 of track 0 from the start position: the wait is
+        // the time for angle 0 to come round after the overhead.
+        let mut d = hp();
+        let period: f64 = 60e9 / 4002.0;
+        let s = d.service(&rq(0, 1, Dir::Read), SimTime::ZERO);
+        let overhead = 2.2e6;
+        let expect = (period - overhead % period) % period;
+        assert!((s.rotation_ns as f64 - expect).abs() < 2.0, "{s:?}");
+        assert_eq!(s.seek_ns, 0);
+        assert_eq!(s.transfer_ns, (period / 72.0).round() as u64);
+    }
+
+    #[test]
+    fn sequential_reads_hit_the_read_ahead() {
+        let mut d = hp();
+        let mut t = SimTime::ZERO;
+        let s = d.service(&rq(10_000, 8, Dir::Read), t);
+        assert_eq!(s.cache, CacheOutcome::Miss);
+        t += s.total_ns + 10_000_000; // 10 ms idle: read-ahead runs
+        let s2 = d.service(&rq(10_008, 8, Dir::Read), t);
+        assert_eq!(s2.cache, CacheOutcome::Hit);
+        assert!(s2.total_ns < s.total_ns);
+        assert_eq!(s2.seek_ns + s2.rotation_ns, 0);
+        // Immediately after: still streaming (partial) or a hit, never a miss.
+        t += s2.total_ns;
+        let s3 = d.service(&rq(10_016, 64, Dir::Read), t);
+        assert_ne!(s3.cache, CacheOutcome::Miss);
+        // A random read elsewhere misses.
+        t += s3.total_ns;
+        assert_eq!(d.service(&rq(2_000_000, 8, Dir::Read), t).cache, CacheOutcome::Miss);
+    }
+
+    #[test]
+    fn seek_cost_and_positioning() {
+        let d = hp();
+        let pc = d.position_cost();
+        let per_cyl = 19 * 72;
+        assert_eq!(pc.seek_ns(0, 0), 0);
+        assert!((pc.seek_ns(0, 383 * per_cyl) as i64 - 11_068_000).abs() < 500);
+        assert!((pc.seek_ns(0, 384 * per_cyl) as i64 - 11_072_000).abs() <= 1);
+        assert_eq!(pc.mean_rotation_ns(), (60e9 / 4002.0 / 2.0_f64).round() as u64);
+        let p = d.positioning_ns(&rq(384 * per_cyl, 1, Dir::Read), SimTime::ZERO);
+        assert!(p >= 11_072_000 && p < 11_072_000 + (60e9 / 4002.0) as u64);
+    }
+
+    #[test]
+    fn write_back_runs_one_write_ahead_of_the_media() {
+        let mut d = Hdd::new(presets::modern7200_params()).unwrap();
+        let (mut now, n, sz) = (SimTime::ZERO, 100u64, 2048u32);
+        let mut fast = 0;
+        for i in 0..n {
+            let s = d.service(&rq(i * sz as u64, sz, Dir::Write), now);
+            fast += (s.cache == CacheOutcome::Hit) as u32;
+            now += s.total_ns;
+        }
+        assert_eq!(fast, n as u32);
+        // Sustained: no faster than the outer zone's media rate (220 MB/s).
+        let mb_s = (n * sz as u64 * 512) as f64 / (now.ns() as f64 / 1e9) / 1e6;
+        assert!(mb_s < 221.0 && mb_s > 150.0, "{mb_s}");
+    }
+
+    #[test]
+    fn flush_waits_for_the_write_back() {
+        // Write-back on: the write is reported at once, the flush then
+        // lasts until its media pass ends; a second flush costs nothing.
+        let mut d = Hdd::new(presets::modern7200_params()).unwrap();
+        let w = d.service(&rq(1_000_000_000, 2048, Dir::Write), SimTime::ZERO);
+        assert_eq!(w.cache, CacheOutcome::Hit);
+        let f = d.flush(SimTime(w.total_ns));
+        assert!(f.total_ns > 1_000_000, "{f:?}");
+        assert_eq!(f.total_ns, f.overhead_ns);
+        assert_eq!(d.flush(SimTime(w.total_ns + f.total_ns)).total_ns, 0);
+        // Write-through (the HP 97560): nothing to flush.
+        let mut h = hp();
+        let w = h.service(&rq(100_000, 16, Dir::Write), SimTime::ZERO);
+        assert_eq!(h.flush(SimTime(w.total_ns)).total_ns, 0);
+    }
+
+    #[test]
+    fn writes_wait_for_the_mechanism() {
+        let mut d = hp();
+        let s = d.service(&rq(100_000, 16, Dir::Write), SimTime::ZERO);
+        assert_eq!(s.cache, CacheOutcome::Miss);
+        assert!(s.total_ns > s.seek_ns + s.transfer_ns);
+        // A read of what was just written hits the write segment.
+        let s2 = d.service(&rq(100_004, 4, Dir::Read), SimTime(s.total_ns + 1_000));
+        assert_eq!(s2.cache, CacheOutcome::Hit);
     }
 }
