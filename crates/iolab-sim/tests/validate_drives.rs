@@ -70,3 +70,17 @@ fn trace_requests_beyond_the_disk_are_refused_with_their_line() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn an_empty_diskspecs_path_is_named_as_such() {
+    use iolab_sim::disk::{build, report, DiskSpec};
+    let spec = DiskSpec { preset: None, diskspecs: Some(String::new()), ..DiskSpec::default() };
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let e = build(&spec, &here).err().expect("an empty path must be refused").to_string();
+    assert!(e.contains("disk.diskspecs") && e.contains("is empty"), "{e}");
+    // What `iolab run` prints about the disk says where each part came from.
+    let spec = DiskSpec { preset: None, diskspecs: Some("../../data/disksim/hp_c2247a.parv".into()), ..DiskSpec::default() };
+    let lines = report(&spec, &here).unwrap();
+    assert!(lines[0].contains("hp_c2247a.parv") && lines[0].contains("HP_C2247A_validate"), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("bus") && l.contains("bus1")), "{lines:?}");
+}

@@ -56,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def check_file(option: str, path: str) -> None:
     """One clear line for a path that is not a readable regular file."""
+    if not path:
+        raise UserError(f"{option}: the path is empty")
     p = Path(path)
     try:
         st = p.stat()
@@ -162,22 +164,25 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 def print_table(reports: list[dict], elapsed_s: float) -> None:
+    from rich import box
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False)
-    t = Table(title=f"iolab against DiskSim 4.0 against the measured drives ({len(reports)} drives, "
-                    f"{elapsed_s:.1f} s)")
-    for col in ("drive", "requests", "demerit ms", "DiskSim ms", "iolab-DiskSim", "mean ms meas/sim",
-                "p10 meas/sim", "p50 meas/sim", "p90 meas/sim", "p99 meas/sim", "reads hit/part/miss",
-                "writes buffered/media"):
-        t.add_column(col, justify="left" if col == "drive" else "right")
+    if not console.is_terminal:
+        # Piped or captured: keep each drive on one row rather than wrap.
+        console = Console(highlight=False, width=max(console.width, 180))
+    t = Table(title=f"iolab and DiskSim 4.0 against the measured drives ({len(reports)} drives, "
+                    f"{elapsed_s:.1f} s); times in ms, measured/simulated", box=box.SIMPLE_HEAD)
+    for col in ("drive", "requests", "demerit", "DiskSim", "difference", "mean", "p10", "p50", "p90", "p99",
+                "reads hit/part/miss", "writes buffered/media"):
+        t.add_column(col, justify="left" if col == "drive" else "right", no_wrap=True)
     for r in reports:
         m, s, c = r["measured"], r["simulated"], r["cache"]
         ref = r.get("disksim_demerit_ms")
         pair = lambda k: f"{m[k]:.2f}/{s[k]:.2f}"  # noqa: E731
-        t.add_row(escape(r["disk_name"]), str(r["requests"]), f"{r['demerit_ms']:.6f}",
+        t.add_row(escape(Path(r["diskspecs"]).stem), str(r["requests"]), f"{r['demerit_ms']:.6f}",
                   f"{ref:.6f}" if ref is not None else "-",
                   f"{r['demerit_ms'] - ref:+.6f}" if ref is not None else "-",
                   pair("mean_ms"), pair("p10_ms"), pair("p50_ms"),
@@ -187,7 +192,7 @@ def print_table(reports: list[dict], elapsed_s: float) -> None:
     console.print(t)
     for r in reports:
         for w in r["build"]["warnings"]:
-            console.print(f"warning ({escape(r['disk_name'])}): {escape(w)}", soft_wrap=True)
+            console.print(f"warning ({escape(Path(r['diskspecs']).stem)}): {escape(w)}", soft_wrap=True)
     console.print("demerit: DiskSim's binned method (as its runvalid computes it); DiskSim: DiskSim 4.0's own "
                   "figure on the same trace. Per-drive details: iolab validate --diskspecs NAME.parv --trace NAME.trace",
                   soft_wrap=True)

@@ -678,7 +678,9 @@ impl ZoneMap {
             return false;
         }
         if sparing == Sparing::Tracks {
-            return p < self.sectors / spt - self.unit_spares / spt + slips.len() as u64;
+            // The first `tracks - spares` unslipped tracks carry data.
+            let before = slips.partition_point(|&s| s < p) as u64;
+            return p - before < (self.sectors - self.unit_spares) / spt;
         }
         if self.slide {
             return self.position_to_data(p).is_some();
