@@ -128,7 +128,12 @@ impl CacheParams {
             read_hits_on_write_data: true,
             fast_write: if write_back { FastWrite::Full } else { FastWrite::Off },
             combine_writes: true,
-            almost_read_hits: false,
+            // A read of the sector the read-ahead is about to reach joins
+            // it: back-to-back sequential reads stream rather than lose a
+            // revolution each (with this off, as in DiskSim's validated
+            // drives, such a read is a miss and waits for the sector to
+            // come round again).
+            almost_read_hits: true,
             stop_prefetch_in_sector: true,
             write_hit_stops_prefetch: true,
             immediate_partial_transfer: true,

@@ -23,7 +23,7 @@
 use super::cache::{CacheParams, FastWrite, Hit, OverRequested, ReadAhead, SegState, SegmentTable};
 use super::controller::Controller;
 use super::layout::Layout;
-use super::media::{avail_at, Head, Media, Phase, Reach, Run};
+use super::media::{avail_at, frac, Head, Media, Phase, Reach, Run};
 use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
@@ -81,6 +81,11 @@ pub struct Hdd {
     runs: Vec<Run>,
     flush_runs: Vec<Run>,
     scratch: Vec<Run>,
+    /// The last read-ahead progress worked out: (prefetch, at, head,
+    /// frontier, phase). A request works it out in `catch_up` and again
+    /// when it stops the read-ahead, at the same instant; the second time
+    /// comes from here.
+    memo: Option<(Prefetch, f64, Head, u64, Option<Phase>)>,
 }
 
 /// Where a request's media time went, for [`Service`].
@@ -119,6 +124,7 @@ impl Hdd {
             runs: Vec::new(),
             flush_runs: Vec::new(),
             scratch: Vec::new(),
+            memo: None,
             name: p.name,
         })
     }
@@ -156,10 +162,7 @@ impl Hdd {
                 }
             }
             Activity::Prefetch(p) => {
-                let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
-                let immed = self.table.params.immediate_read;
-                let (head, frontier, phase) =
-                    md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch);
+                let (head, frontier, phase) = self.progress(p, t);
                 let s = &mut self.table.segs[p.seg];
                 s.end = s.end.max(frontier);
                 self.table.wrap(p.seg);
@@ -170,6 +173,20 @@ impl Hdd {
                 }
             }
         }
+    }
+
+    /// Where read-ahead `p` has got to at `t` (see [`Media::progress`]).
+    fn progress(&mut self, p: Prefetch, t: f64) -> (Head, u64, Option<Phase>) {
+        if let Some((q, at, head, frontier, phase)) = self.memo {
+            if q == p && at == t {
+                return (head, frontier, phase);
+            }
+        }
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let immed = self.table.params.immediate_read;
+        let (head, frontier, phase) = md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch);
+        self.memo = Some((p, t, head, frontier, phase));
+        (head, frontier, phase)
     }
 
     fn end_flush(&mut self, seg: usize, head: Head) {
@@ -185,10 +202,10 @@ impl Hdd {
     /// new request's command overhead (DiskSim adds the two) rather than
     /// overlapping it.
     fn stop_prefetch(&mut self, p: Prefetch, t: f64) -> (Head, bool) {
+        let (head, frontier, phase) = self.progress(p, t);
         let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_read;
         let reach = self.reach();
-        let (head, frontier, phase) = md.progress(p.head, p.next, p.limit, immed, p.stepping, reach, t, &mut self.scratch);
         let s = &mut self.table.segs[p.seg];
         s.end = s.end.max(frontier);
         s.state = SegState::Clean;
@@ -666,7 +683,7 @@ fn read_any_free_start(md: &Media, head: Head, from: u64, track_first: u64) -> u
     let first = md.layout.locate(track_first);
     let arrive = head.t + md.mech.move_ns(head.pos, (loc.cyl, loc.head), false);
     let spt = loc.sectors_per_track as f64;
-    let mut off = ((arrive / md.period_ns).fract() - first.angle) * spt;
+    let mut off = (frac(arrive / md.period_ns) - first.angle) * spt;
     if off < 0.0 {
         off += spt;
     }
@@ -685,7 +702,7 @@ fn flushed_to(runs: &[Run], t: f64, start: u64) -> u64 {
         if r.t0 + r.st > t {
             break;
         }
-        let k = (((t - r.t0) / r.st).floor() as u64).min(r.count);
+        let k = (((t - r.t0) / r.st) as u64).min(r.count);
         f = f.max(r.first + k);
     }
     f

@@ -442,7 +442,9 @@ impl Layout {
             sectors_per_track: z.sectors_per_track,
             sector: sector as u32,
             run: run as u32,
-            angle: revs - revs.floor(),
+            // revs >= 0 (offsets and skews are): the fractional part by
+            // conversion, which is cheaper than floor().
+            angle: revs - (revs as u64) as f64,
         }
     }
 
@@ -494,19 +496,21 @@ impl Layout {
     }
 
     /// The first and the last LBN on the track holding `lbn`. A track's
-    /// LBNs are consecutive (remapped defects aside), so a binary search
-    /// over the track's width finds them.
+    /// LBNs are consecutive (remapped defects aside) and lie in one zone, so
+    /// two binary searches over the track's width find them, comparing
+    /// zone positions (cheaper than locating each probe). A zone with
+    /// remapped defects is walked run by run instead: a remapped LBN sits
+    /// on another track and ends the span.
     pub fn track_span(&self, lbn: u64) -> (u64, u64) {
         let lbn = lbn.min(self.mapped() - 1);
-        let here = self.locate(lbn);
-        let track = (here.cyl, here.head);
-        let spt = here.sectors_per_track as u64;
-        let on = |x: u64| {
-            let l = self.locate(x);
-            (l.cyl, l.head) == track
-        };
+        let zi = self.zone_of(lbn);
+        let z = &self.zones[zi];
+        let spt = z.sectors_per_track as u64;
+        let (zone_first, zone_end) = (z.first_lbn, z.first_lbn + z.lbns);
+        let track = self.position(zi, lbn).0 / spt;
+        let on = |x: u64| self.position(zi, x).0 / spt == track;
         // First: smallest x in [lbn - spt, lbn] on the track.
-        let (mut lo, mut hi) = (lbn.saturating_sub(spt), lbn);
+        let (mut lo, mut hi) = (lbn.saturating_sub(spt).max(zone_first), lbn);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if on(mid) {
@@ -516,10 +520,22 @@ impl Layout {
             }
         }
         let first = lo;
-        // Last: the end of this run, then further runs of the track.
+        if self.maps[zi].defects.is_empty() {
+            // Last: largest x in [lbn, lbn + spt] on the track.
+            let (mut lo, mut hi) = (lbn, (lbn + spt).min(zone_end - 1));
+            while lo < hi {
+                let mid = hi - (hi - lo) / 2;
+                if on(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            return (first, lo);
+        }
+        let here = self.locate(lbn);
         let mut end = lbn + here.run as u64;
-        let limit = self.mapped();
-        while end < limit && on(end) {
+        while end < zone_end && on(end) {
             end += self.locate(end).run as u64;
         }
         (first, end - 1)

@@ -26,6 +26,15 @@ use super::seek::Mechanics;
 /// sector of a stream is exactly under the head (float rounding aside).
 const SAME_ANGLE_REVS: f64 = 1e-7;
 
+/// The fractional part of `x` >= 0. Same as `f64::fract` there, but a
+/// subtraction and a conversion instead of a libm call: angles are taken
+/// on every run of every request.
+#[inline]
+pub(crate) fn frac(x: f64) -> f64 {
+    debug_assert!(x >= 0.0);
+    x - (x as u64) as f64
+}
+
 /// Where the head is: on track (cylinder, head) at time `t` (absolute ns),
 /// free to move or transfer.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -102,7 +111,7 @@ impl Media<'_> {
     /// the head, for a head that is on the track at `t_ns`.
     #[inline]
     pub fn rot_wait(&self, t_ns: f64, angle: f64) -> f64 {
-        let now = (t_ns / self.period_ns).fract();
+        let now = frac(t_ns / self.period_ns);
         let mut d = angle - now;
         if d < 0.0 {
             d += 1.0;
@@ -125,7 +134,21 @@ impl Media<'_> {
     /// new landing). `immed` asks for a zero-latency read. Pushes the
     /// frontier runs.
     pub fn read_track(&self, head: Head, from: u64, want: u64, immed: bool, stepping: bool, out: &mut Vec<Run>) -> TrackRead {
-        let loc = self.layout.locate(from);
+        self.read_track_at(head, from, self.layout.locate(from), want, immed, stepping, out)
+    }
+
+    /// [`Media::read_track`] with `loc`, where `from` is, already known.
+    #[allow(clippy::too_many_arguments)]
+    fn read_track_at(
+        &self,
+        head: Head,
+        from: u64,
+        loc: Loc,
+        want: u64,
+        immed: bool,
+        stepping: bool,
+        out: &mut Vec<Run>,
+    ) -> TrackRead {
         let to = (loc.cyl, loc.head);
         let stepping = stepping && head.pos == to;
         let arrive = head.t + self.mech.move_ns(head.pos, to, false);
@@ -251,17 +274,22 @@ impl Media<'_> {
         let mut from = from;
         let mut stepping = stepping;
         while from < want {
-            if self.leaves(head, from, reach) {
-                break;
-            }
             let loc = self.layout.locate(from);
             let to = (loc.cyl, loc.head);
+            let leaves = match reach {
+                Reach::Anywhere => false,
+                Reach::Track => to != head.pos,
+                Reach::Cylinder => loc.cyl != head.pos.0,
+            };
+            if leaves {
+                break;
+            }
             let arrive = head.t + self.mech.move_ns(head.pos, to, false);
             if until < arrive {
                 return (head, from, Some(Phase::Seeking { until: arrive }));
             }
             scratch.clear();
-            let r = self.read_track(head, from, want, immed, stepping, scratch);
+            let r = self.read_track_at(head, from, loc, want, immed, stepping, scratch);
             stepping = false;
             if r.head.t <= until {
                 head = r.head;
@@ -279,14 +307,14 @@ impl Media<'_> {
                         frontier = run.end();
                     }
                 } else if run.t0 + run.st <= until {
-                    frontier = run.first + (((until - run.t0) / run.st).floor() as u64).min(run.count);
+                    frontier = run.first + (((until - run.t0) / run.st) as u64).min(run.count);
                 }
             }
             let phase = if until < r.stepping_from {
                 Phase::Waiting { until: r.stepping_from }
             } else {
                 let st = self.sector_ns(&loc);
-                let k = ((until - r.stepping_from) / st).floor() + 1.0;
+                let k = (((until - r.stepping_from) / st) as u64) as f64 + 1.0;
                 Phase::InSector { until: r.stepping_from + k * st }
             };
             return (Head { pos: to, t: until }, frontier, Some(phase));
