@@ -50,7 +50,7 @@ def _console():
 
 
 def _execute(exp, args, base_dir: str = "") -> int:
-    from iolab import _iolab, report
+    from iolab import _iolab
     from iolab.cli.progress import run_with_progress
     from rich.markup import escape
 
@@ -61,6 +61,15 @@ def _execute(exp, args, base_dir: str = "") -> int:
         for line in _iolab.disk_report(disk, base_dir):
             console.print(escape(line), soft_wrap=True, highlight=False)
     outcome = run_with_progress([exp], workers=args.jobs, quiet=args.quiet)[0]
+    try:
+        return _report(outcome, args, console)
+    finally:
+        outcome.store.close()
+
+
+def _report(outcome, args, console) -> int:
+    from iolab import report
+
     # Summaries only in memory; the files get every run in full, streamed.
     doc = outcome.summary_document()
     if doc["runs"]:
