@@ -47,7 +47,7 @@ pub use baseline::FilePerMessageQueue;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use format::QueueKind;
-pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
+pub use queue::{Config, Durability, FastQueue, Message, OpenReport, RoundTicket, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
 pub use repair::{CheckReport, RepairReport};
 pub use scan::{Problem, ProblemKind, TornTail};
 pub use storage::{read_full, DirStorage, Storage, StorageFile};

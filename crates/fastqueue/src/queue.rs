@@ -184,6 +184,10 @@ pub struct OpenReport {
     pub duration: Duration,
 }
 
+/// A write round, from [`FastQueue::enqueue_many_nowait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RoundTicket(u64);
+
 /// Counters and sizes, see [`FastQueue::stats`].
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
@@ -620,6 +624,51 @@ impl FastQueue {
         let ticket = self.inner.append(&mut st, id, payload, crc, QueueKind::Main, 0, now, 0);
         self.inner.wait_round(st, ticket)?;
         Ok(id)
+    }
+
+    /// [`FastQueue::enqueue`] of several payloads with one wait: all go into
+    /// the open round and the call returns their ids once that round is
+    /// durable. If one payload is too large, none is stored.
+    pub fn enqueue_many(&self, payloads: &[&[u8]]) -> Result<Vec<u64>> {
+        let (ids, round) = self.enqueue_many_nowait(payloads)?;
+        self.wait_durable(round)?;
+        Ok(ids)
+    }
+
+    /// Puts several payloads into the open round and returns their ids and
+    /// that round **without waiting**: they are not acknowledged (may be
+    /// lost in a crash) until [`FastQueue::wait_durable`] of the round
+    /// returns `Ok`. For a caller that gathers many producers' messages
+    /// (one thread appends, another waits for the rounds in order, instead
+    /// of a blocked thread per message). If one payload is too large, none
+    /// is stored.
+    pub fn enqueue_many_nowait(&self, payloads: &[&[u8]]) -> Result<(Vec<u64>, RoundTicket)> {
+        self.inner.owner()?;
+        let max = self.inner.cfg.max_payload();
+        if let Some(p) = payloads.iter().find(|p| p.len() > max) {
+            return Err(Error::TooLarge { len: p.len(), max });
+        }
+        let now = self.inner.clock.now_ns();
+        let mut st = self.inner.usable()?;
+        let mut ids = Vec::with_capacity(payloads.len());
+        // Nothing appended: the last completed round is already durable.
+        let mut ticket = st.durable_round;
+        for p in payloads {
+            let id = st.next_id;
+            st.next_id += 1;
+            ticket = self.inner.append(&mut st, id, p, crc32c::crc32c(p), QueueKind::Main, 0, now, 0);
+            ids.push(id);
+        }
+        Ok((ids, RoundTicket(ticket)))
+    }
+
+    /// Waits until `round` (from [`FastQueue::enqueue_many_nowait`]) is
+    /// durable; rounds complete in order, so an earlier round is durable too.
+    pub fn wait_durable(&self, round: RoundTicket) -> Result<()> {
+        self.inner.owner()?;
+        // Not `usable`: a round made durable before a close still counts.
+        let st = self.inner.state.lock().unwrap();
+        self.inner.wait_round(st, round.0)
     }
 
     /// Closes the open batch now and waits until everything enqueued or

@@ -102,6 +102,11 @@ pub struct ServerConfig {
     pub max_attempts: u32,
     /// Time allowed for one outbound SMTP command. Default 60 s.
     pub relay_timeout: Duration,
+    /// FastQueue: a message taken for delivery and neither acknowledged
+    /// nor given back within this time (its delivery task died or hangs)
+    /// is delivered again by another task. Default 600 s: ten relay
+    /// timeouts, so that a slow but live delivery is rarely duplicated.
+    pub visibility_timeout: Duration,
     /// FastQueue segment size. Default 64 MiB.
     pub segment_size: u64,
     /// FastQueue batch timer. Default 1 ms.
@@ -134,6 +139,7 @@ impl ServerConfig {
             retry_max: Duration::from_secs(4000),
             max_attempts: 10,
             relay_timeout: Duration::from_secs(60),
+            visibility_timeout: Duration::from_secs(600),
             segment_size: 64 << 20,
             batch_delay: Duration::from_millis(1),
             filedir_split: 10,
@@ -177,6 +183,7 @@ impl ServerConfig {
             ("command_timeout", self.command_timeout),
             ("data_timeout", self.data_timeout),
             ("relay_timeout", self.relay_timeout),
+            ("visibility_timeout", self.visibility_timeout),
         ] {
             if d.is_zero() || d > Duration::from_secs(86_400) {
                 return bad(field, "must be above 0 and at most one day");

@@ -16,6 +16,7 @@
 //! can cause and how many.
 #![deny(missing_docs)]
 
+mod commit;
 pub mod config;
 mod deliver;
 pub mod envelope;

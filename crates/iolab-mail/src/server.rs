@@ -16,6 +16,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::config::ServerConfig;
 use crate::error::{MailError, Result};
+use crate::commit::Committer;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::{self, MailQueue, QueueIo};
 
@@ -25,6 +26,10 @@ pub(crate) struct Shared {
     pub(crate) queue: Arc<dyn MailQueue>,
     pub(crate) dead: Arc<dyn MailQueue>,
     pub(crate) stats: Arc<Stats>,
+    /// For a group-committing queue: the committer threads sessions hand
+    /// their records to (else each session's enqueue runs on a blocking
+    /// thread of its own, as the file-per-message queue needs).
+    pub(crate) committer: Option<Committer>,
 }
 
 /// Listen backlog: many clients connect at once (the paper's 5,000 users);
@@ -83,8 +88,8 @@ impl MailServer {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("iolab-mail")
-            // Every session waiting for its commit holds a blocking thread
-            // (the queue's enqueue blocks until the group commit).
+            // With the file-per-message queue every session waiting for its
+            // commit holds a blocking thread (its enqueue blocks on fsync).
             .max_blocking_threads(1024)
             .build()
             .map_err(|e| MailError::io("start the runtime", e))?;
@@ -92,7 +97,11 @@ impl MailServer {
             .block_on(async { bind(cfg.listen) })
             .map_err(|e| MailError::io(format!("listen on {}", cfg.listen), e))?;
         let local_addr = listener.local_addr().map_err(|e| MailError::io("listen", e))?;
-        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()) });
+        let committer = match queue.group_commit() {
+            Some(fq) => Some(Committer::start(fq).map_err(|e| MailError::io("spawn the committer threads", e))?),
+            None => None,
+        };
+        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()), committer });
         let (stop, stop_rx) = watch::channel(false);
         let finish = Arc::new(Finish::default());
         let (sh, fin) = (shared.clone(), finish.clone());

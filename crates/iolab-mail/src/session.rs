@@ -283,11 +283,31 @@ impl Session {
         message.extend_from_slice(received.as_bytes());
         message.extend_from_slice(&body);
         let record = env.encode(&message);
-        let queue = self.sh.queue.clone();
-        let stored = tokio::task::spawn_blocking(move || queue.enqueue(&record)).await;
+        let handed = Instant::now();
+        let stored = match &self.sh.committer {
+            Some(c) => c.commit(record).await.ok_or(()),
+            None => {
+                let queue = self.sh.queue.clone();
+                tokio::task::spawn_blocking(move || {
+                    let began = Instant::now();
+                    let r = queue.enqueue(&record).map_err(|e| e.to_string());
+                    (r, began, Instant::now())
+                })
+                .await
+                .map_err(|_| ())
+            }
+        };
+        let resumed = Instant::now();
+        let stored = stored.map(|(r, began, ended)| {
+            let st = &self.sh.stats;
+            st.commit_thread_wait.record(began - handed);
+            st.commit_enqueue.record(ended - began);
+            st.commit_resume.record(resumed - ended);
+            r
+        });
         match stored {
             Ok(Ok(id)) => {
-                self.sh.stats.record_commit(started.elapsed());
+                self.sh.stats.commit.record(started.elapsed());
                 Stats::add(&self.sh.stats.accepted, 1);
                 let line = format!("250 2.0.0 Ok: queued as {id:X}");
                 self.reply(&line);
@@ -296,7 +316,7 @@ impl Session {
                 eprintln!("iolab-mail: queue: {e}");
                 self.refuse_data("451 4.3.0 Error: queue file write error".into());
             }
-            Err(_) => self.refuse_data("451 4.3.0 Error: internal error".into()),
+            Err(()) => self.refuse_data("451 4.3.0 Error: internal error".into()),
         }
         self.reset();
     }

@@ -21,8 +21,37 @@ pub struct Stats {
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
     pub(crate) delivery_syncs: AtomicU64,
-    /// Time from the end of `DATA` to the `250` (the queue's commit), µs.
-    commit_us: Mutex<Histogram<u64>>,
+    /// Time from the end of `DATA` to the `250` (the queue's commit).
+    pub(crate) commit: Latency,
+    /// The commit's parts: waiting for a thread to run the enqueue on,
+    /// inside the queue's enqueue (the group commit), and from its return
+    /// until the session's task runs again.
+    pub(crate) commit_thread_wait: Latency,
+    pub(crate) commit_enqueue: Latency,
+    pub(crate) commit_resume: Latency,
+}
+
+/// A latency histogram (µs, 1 µs to 10 min, 3 significant digits).
+pub(crate) struct Latency(Mutex<Histogram<u64>>);
+
+impl Default for Latency {
+    fn default() -> Latency {
+        Latency(Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).unwrap()))
+    }
+}
+
+impl Latency {
+    pub(crate) fn record(&self, d: Duration) {
+        let us = (d.as_micros() as u64).clamp(1, 600_000_000);
+        let _ = self.0.lock().unwrap().record(us);
+    }
+
+    /// (p50, p99) in ms; zeros when nothing was recorded.
+    fn percentiles_ms(&self) -> (f64, f64) {
+        let h = self.0.lock().unwrap();
+        let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
+        (q(0.5), q(0.99))
+    }
 }
 
 impl Default for Stats {
@@ -37,7 +66,10 @@ impl Default for Stats {
             retried: AtomicU64::new(0),
             dead: AtomicU64::new(0),
             delivery_syncs: AtomicU64::new(0),
-            commit_us: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).unwrap()),
+            commit: Latency::default(),
+            commit_thread_wait: Latency::default(),
+            commit_enqueue: Latency::default(),
+            commit_resume: Latency::default(),
         }
     }
 }
@@ -69,10 +101,20 @@ pub struct StatsSnapshot {
     pub delivery_syncs: u64,
     /// Bytes the queue wrote (its own count).
     pub queue_bytes_written: u64,
+    /// The queue's recent `fdatasync` latency (p50, p99), ms (FastQueue only).
+    pub queue_sync_ms: (f64, f64),
     /// Commit latency (end of `DATA` to `250`) percentiles, ms.
     pub commit_ms_p50: f64,
     /// 99th percentile.
     pub commit_ms_p99: f64,
+    /// The commit's parts (p50, p99, ms): waiting for a thread to run the
+    /// enqueue on; inside the queue's enqueue (the durable write itself);
+    /// from the enqueue's return until the session's task ran again.
+    pub commit_thread_wait_ms: (f64, f64),
+    /// See `commit_thread_wait_ms`.
+    pub commit_enqueue_ms: (f64, f64),
+    /// See `commit_thread_wait_ms`.
+    pub commit_resume_ms: (f64, f64),
 }
 
 impl Stats {
@@ -80,15 +122,9 @@ impl Stats {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_commit(&self, d: Duration) {
-        let us = (d.as_micros() as u64).clamp(1, 600_000_000);
-        let _ = self.commit_us.lock().unwrap().record(us);
-    }
-
     /// The counters now; `queued` and `io` come from the queue.
     pub fn snapshot(&self, queued: u64, io: QueueIo) -> StatsSnapshot {
-        let h = self.commit_us.lock().unwrap();
-        let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
+        let (commit_ms_p50, commit_ms_p99) = self.commit.percentiles_ms();
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         StatsSnapshot {
             sessions: get(&self.sessions),
@@ -103,8 +139,12 @@ impl Stats {
             queue_syncs: io.syncs,
             delivery_syncs: get(&self.delivery_syncs),
             queue_bytes_written: io.bytes_written,
-            commit_ms_p50: q(0.5),
-            commit_ms_p99: q(0.99),
+            queue_sync_ms: io.sync_ms,
+            commit_ms_p50,
+            commit_ms_p99,
+            commit_thread_wait_ms: self.commit_thread_wait.percentiles_ms(),
+            commit_enqueue_ms: self.commit_enqueue.percentiles_ms(),
+            commit_resume_ms: self.commit_resume.percentiles_ms(),
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use fastqueue::{Config, FastQueue, FilePerMessageQueue};
@@ -26,12 +26,15 @@ pub struct Taken {
 }
 
 /// I/O the queue did, as counted by the queue itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct QueueIo {
     /// `fsync`/`fdatasync` calls.
     pub syncs: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// Median and 99th percentile of the queue's recent `fdatasync` calls,
+    /// ms (FastQueue's own figures; 0 for filedir, which does not time them).
+    pub sync_ms: (f64, f64),
 }
 
 /// A durable mail queue.
@@ -39,6 +42,12 @@ pub trait MailQueue: Send + Sync {
     /// Stores a record; returns once it is durable (this is what the `250`
     /// after `DATA` waits for).
     fn enqueue(&self, record: &[u8]) -> Result<u64>;
+    /// The FastQueue underneath, if this queue commits in groups: the
+    /// server then hands records to its committer threads (`commit.rs`)
+    /// instead of blocking a thread per message.
+    fn group_commit(&self) -> Option<Arc<FastQueue>> {
+        None
+    }
     /// Takes up to `max` records, waiting up to `wait` for the first.
     fn take(&self, max: usize, wait: Duration) -> Result<Vec<Taken>>;
     /// Deletes delivered records; returns once that is durable.
@@ -72,7 +81,9 @@ pub fn open(cfg: &ServerConfig, dir: &Path, busy: bool) -> Result<Box<dyn MailQu
 /// queue; the server keeps its own dead-letter queue (a second queue), so
 /// FastQueue's own dead-lettering is switched off.
 pub struct FastStore {
-    q: FastQueue,
+    q: Arc<FastQueue>,
+    /// Given to every delivery taken (ServerConfig::visibility_timeout).
+    visibility: Duration,
 }
 
 impl FastStore {
@@ -92,7 +103,7 @@ impl FastStore {
         if preallocate {
             q.reserve_segments(q.config().spare_segments)?;
         }
-        Ok(FastStore { q })
+        Ok(FastStore { q: Arc::new(q), visibility: cfg.visibility_timeout })
     }
 }
 
@@ -100,12 +111,34 @@ impl MailQueue for FastStore {
     fn enqueue(&self, record: &[u8]) -> Result<u64> {
         Ok(self.q.enqueue(record)?)
     }
+    fn group_commit(&self) -> Option<Arc<FastQueue>> {
+        Some(self.q.clone())
+    }
     fn take(&self, max: usize, wait: Duration) -> Result<Vec<Taken>> {
-        let got = self.q.dequeue_batch(max, Some(wait))?;
+        // A delivery whose task dies or hangs is not pinned: after the
+        // visibility timeout FastQueue hands the message out again (counted
+        // as a failed attempt).
+        let got = self.q.dequeue_batch_with_visibility(max, Some(wait), Some(self.visibility))?;
         Ok(got.into_iter().map(|m| Taken { id: m.id, record: m.payload, attempts: m.attempts }).collect())
     }
     fn ack(&self, ids: &[u64]) -> Result<()> {
-        Ok(self.q.ack_many(ids)?)
+        match self.q.ack_many(ids) {
+            Ok(()) => Ok(()),
+            // ack_many refuses the whole group for one id. An id already
+            // acknowledged is a message whose visibility timeout ran out
+            // while its first delivery was slow, and which a second
+            // delivery acknowledged first: nothing left to do for it.
+            Err(fastqueue::Error::UnknownId { .. }) => {
+                for &id in ids {
+                    match self.q.ack(id) {
+                        Ok(()) | Err(fastqueue::Error::UnknownId { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
     fn retry(&self, id: u64, delay: Duration) -> Result<()> {
         self.q.nack(id, delay)?;
@@ -116,7 +149,7 @@ impl MailQueue for FastStore {
     }
     fn io(&self) -> QueueIo {
         let s = self.q.stats();
-        QueueIo { syncs: s.syncs, bytes_written: s.bytes_written }
+        QueueIo { syncs: s.syncs, bytes_written: s.bytes_written, sync_ms: (s.sync_p50_us / 1e3, s.sync_p99_us / 1e3) }
     }
     fn close(&self) -> Result<()> {
         Ok(self.q.close()?)
@@ -210,7 +243,7 @@ impl MailQueue for FileStore {
         self.q.len() + self.delayed.lock().unwrap().len()
     }
     fn io(&self) -> QueueIo {
-        QueueIo { syncs: self.syncs.load(Ordering::Relaxed), bytes_written: self.bytes.load(Ordering::Relaxed) }
+        QueueIo { syncs: self.syncs.load(Ordering::Relaxed), bytes_written: self.bytes.load(Ordering::Relaxed), sync_ms: (0.0, 0.0) }
     }
     fn close(&self) -> Result<()> {
         Ok(())

@@ -282,3 +282,32 @@ fn large_messages_are_read_back_intact_and_verified() {
         assert!(matches!(&err, Error::Corrupt { offset: 4096, .. }), "{err}");
     }
 }
+
+/// enqueue_many: ids in order, durable together (across segment switches),
+/// and a too-large payload stores none of the batch.
+#[test]
+fn enqueue_many_stores_a_batch_with_one_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = small_config();
+    let bodies: Vec<Vec<u8>> = (0..400).map(|i| payload(&format!("b{i}"), 50 + i % 900)).collect();
+    let ids = {
+        let q = FastQueue::open(dir.path(), cfg.clone()).unwrap();
+        let refs: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
+        let mut ids = Vec::new();
+        for chunk in refs.chunks(37) {
+            ids.extend(q.enqueue_many(chunk).unwrap());
+        }
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(q.enqueue_many(&[]).unwrap().is_empty());
+        let huge = vec![0u8; cfg.max_payload() + 1];
+        assert!(matches!(q.enqueue_many(&[b"ok", &huge]), Err(Error::TooLarge { .. })));
+        assert_eq!(q.len(), bodies.len());
+        ids
+    };
+    let q = FastQueue::open(dir.path(), cfg).unwrap();
+    let all = drain(&q);
+    assert_eq!(all.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    for (m, b) in all.iter().zip(&bodies) {
+        assert_eq!(&m.payload, b);
+    }
+}
