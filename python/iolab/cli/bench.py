@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from iolab.bench.words import count
 from iolab.cli.errors import UserError
 
 EXAMPLES = """\
@@ -61,7 +62,8 @@ def register(subparsers) -> None:
     p.add_argument("--reps", type=int, default=3, metavar="N", help="repetitions (default 3)")
     p.add_argument("--runtime", type=float, default=5.0, metavar="S", help="seconds per fio job (default 5)")
     p.add_argument("--ramp", type=float, default=1.0, metavar="S", help="warm-up seconds (default 1)")
-    p.add_argument("-o", "--output", default="bench-out", metavar="DIR", help="output directory")
+    p.add_argument("-o", "--output", default="bench-out", metavar="DIR",
+                   help="output directory; must not hold another session (default: bench-out)")
     p.add_argument("--destroy-data", action="store_true",
                    help="allow a writing workload on a device that holds a file system or partitions")
     p.add_argument("--seed", type=int, help="seed of the run order (default: random, recorded)")
@@ -113,16 +115,29 @@ def _restore(console: Console) -> int:
 
 
 def _report_again(outdir: Path, detect: float, out: Console) -> int:
-    from iolab.bench import analysis as an
-    from iolab.bench import report, session
+    from iolab.bench import record
 
-    result = session.load(outdir)
+    result = record.load(outdir)
     if not result.runs:
         raise UserError(f"{outdir} holds no runs to analyse")
-    analysis = an.analyse(result, detect=detect)
+    return _write_report(result, outdir, detect, out)
+
+
+def _write_report(result, outdir: Path, detect: float, out: Console) -> int:
+    """Writes the data and, when there is something to compare, the report."""
+    # Imported late: pandas, scipy and statsmodels take seconds to load, and a
+    # refusal or a restore needs none of them.
+    from iolab.bench import analysis as an
+    from iolab.bench import report
+
+    try:
+        analysis = an.analyse(result, detect=detect)
+    except an.NothingToCompare:
+        report.write_data(result, outdir)
+        raise
     path = report.write(result, analysis, outdir)
     out.print(report.recommendation(result, analysis), soft_wrap=True)
-    out.print(f"report: {path}")
+    out.print(f"report: {path} (and report.html, runs.json, runs.csv)")
     return 0
 
 
@@ -168,19 +183,16 @@ def run(args) -> int:
         console.print(f"restore: {line}")
     for line in result.restore_problems:
         console.print(f"[red]restore failed:[/red] {line} -- fix it, then run `iolab bench --restore`")
-    # Imported late: pandas, scipy and statsmodels take seconds to load, and a
-    # refusal or a restore needs none of them.
-    from iolab.bench import analysis as an
-    from iolab.bench import report
-
+    code = 1 if result.restore_problems else 0
     if result.runs:
-        analysis = an.analyse(result, detect=args.detect / 100)
-        path = report.write(result, analysis, opts.outdir)
-        out.print(report.recommendation(result, analysis), soft_wrap=True)
-        out.print(f"report: {path} (and report.html, runs.json, runs.csv)")
-    else:
-        report.write_data(result, opts.outdir)
+        try:
+            _write_report(result, opts.outdir, args.detect / 100, out)
+        except UserError as e:
+            if not result.interrupted:
+                raise
+            console.print(f"iolab: {e}")
     if result.interrupted:
-        console.print(f"iolab: {result.interrupted}; {len(result.runs)} runs kept in {opts.outdir}")
-        return 130
-    return 1 if result.restore_problems else 0
+        kept = f"{count(len(result.runs), 'run')} kept in {opts.outdir}" if result.runs else "no run finished"
+        console.print(f"iolab: interrupted by {result.interrupted}; {kept}")
+        return 128 + int(result.signum or 2)
+    return code
