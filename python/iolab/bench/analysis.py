@@ -128,9 +128,9 @@ def analyse(session, detect: float = 0.05) -> Analysis:
     primary_keys = expand(workload.primary, frame["key"].unique())
     cells = frame[frame["key"].isin(primary_keys)]
     if not len(cells):
-        said = list(dict.fromkeys(m for r in runs for m in r.fio_messages))
-        reason = f"; fio said: {'; '.join(said[:3])}" if said else (
-            "; fio reported no error: was anything left to measure after the ramp time?")
+        said = fio.reason(list(dict.fromkeys(m for r in runs for m in r.fio_messages)))
+        reason = f"; fio said: {said}" if said else (
+            "; fio reported no error: did the job do I/O within the device and after the ramp time?")
         raise NothingToCompare(f"the runs measured none of the workload's primary metrics "
                                f"({', '.join(workload.primary)}){reason}")
     stat = fio.split_key(primary_keys[0])[2]

@@ -143,6 +143,14 @@ def _message_lines(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
+def reason(messages) -> str:
+    """fio's own reason in a few of its lines: its ``fio: ...`` errors first
+    (not the option help it prints after them, nor "job x dropped")."""
+    lines = [m for m in messages if "dropped" not in m]
+    errors = [m for m in lines if m.startswith("fio:") or "error" in m.lower()]
+    return "; ".join((errors or lines[-3:])[:3])
+
+
 def parse(text: str, stderr: str = "") -> FioResult:
     """Reads fio's JSON; what fio printed before or after it (notes, warnings,
     errors -- fio writes those into ``--output`` too) and on ``stderr`` are
@@ -151,7 +159,7 @@ def parse(text: str, stderr: str = "") -> FioResult:
     start = 0 if text.startswith("{") else text.find("\n{") + 1
     messages = _message_lines(stderr)
     if start == 0 and not text.startswith("{"):
-        said = "; ".join(dict.fromkeys(messages + _message_lines(text))[:3])
+        said = reason(list(dict.fromkeys(messages + _message_lines(text))))
         raise FioError("fio wrote no JSON" + (f": {said}" if said else ""))
     try:
         data, end = json.JSONDecoder().raw_decode(text[start:])
@@ -257,14 +265,14 @@ def run(fio: str, jobfile: Path, env: dict[str, str], output: Path, timeout: flo
             said = list(parse(out_text, stderr or "").messages)
         except FioError:
             said = _message_lines(stderr or "") + _message_lines(out_text)
-        detail = "; ".join(said[-3:]) if said else f"exit status {proc.returncode}"
+        detail = reason(said) or f"exit status {proc.returncode}"
         raise FioError(f"fio failed on {jobfile.name}: {detail}")
     result = parse(out_text, stderr or "")
     failed = [j for j in result.jobs if j.error]
     if failed:
-        reason = f": {'; '.join(result.messages[-3:])}" if result.messages else ""
+        said = f": {reason(result.messages)}" if result.messages else ""
         raise FioError(f"fio job {failed[0].name} of {jobfile.name} ended with error {failed[0].error} "
-                       f"({os.strerror(failed[0].error)}){reason}")
+                       f"({os.strerror(failed[0].error)}){said}")
     return result
 
 

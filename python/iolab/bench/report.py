@@ -19,6 +19,7 @@ import html
 import json
 import math
 import re
+import textwrap
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -390,7 +391,7 @@ def plot_points(m: Measure, configs: list[str], path: Path) -> tuple[str, float,
     ax.set_xlim(-0.6, len(configs) - 0.3)
     ax.set_xticks(range(len(configs)), configs, rotation=20, ha="right")
     ax.set_ylabel(m.unit)
-    ax.set_title(f"{m.title}: runs (colour = repetition), mean and 95% CI")
+    _title(ax, fig, f"{m.title}: runs (colour = repetition), mean and 95% CI")
     ax.grid(axis="y", alpha=0.3)
     _save(fig, path)
     return scale, low, high
@@ -407,10 +408,15 @@ def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None
         ax.axvline(boundary - 0.5, color="grey", lw=0.6, alpha=0.5)
     ax.set_xlabel("run order (grey lines: repetitions)")
     ax.set_ylabel(m.unit)
-    ax.set_title(f"{m.title} against run order")
+    _title(ax, fig, f"{m.title} against run order")
     fig.legend(fontsize="small", loc="outside lower center", ncols=min(3, max(1, len(configs))))
     ax.grid(alpha=0.3)
     _save(fig, path)
+
+
+def _title(ax, fig: Figure, text: str) -> None:
+    """A title wrapped to the figure's width (about 12 characters an inch at this size)."""
+    ax.set_title(textwrap.fill(text, width=int(fig.get_figwidth() * 12)), fontsize="medium")
 
 
 def _save(fig: Figure, path: Path) -> None:

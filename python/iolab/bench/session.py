@@ -345,7 +345,7 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
                 measured = workloads.expand(workload.primary, run.metrics)
                 if not measured and not warned:
                     warned = True
-                    said = f" fio said: {'; '.join(result.messages[-3:])}." if result.messages else ""
+                    said = f" fio said: {fio.reason(result.messages)}." if result.messages else ""
                     bar.console.print(
                         f"warning: run {index} measured none of {', '.join(workload.primary)}: nothing "
                         f"was left to measure after the ramp time? (a larger device or a smaller --ramp "

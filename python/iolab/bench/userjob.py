@@ -34,6 +34,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from iolab.bench.fio import reason
 from iolab.cli.errors import UserError
 
 # The variables iolab sets for every job (Workload.env); a --fio job may read these only.
@@ -42,7 +43,6 @@ TARGETS = {"filename": "${IOLAB_DEV}", "directory": "${IOLAB_DIR}"}
 
 # Options refused in a --fio job, with the reason (names from fio's options.c).
 REFUSED = {
-    "filename_format": "names files by a pattern iolab cannot check",
     "opendir": "adds every file under a directory as a target",
     "read_iolog": "replays I/O to the files an I/O log names",
     "replay_redirect": "sends a replayed log to another device",
@@ -83,18 +83,19 @@ def read(path: str) -> str:
     return text
 
 
-def check_text(path: str, text: str) -> tuple[list[str], bool]:
+def check_text(path: str, text: str, variables=VARIABLES) -> tuple[list[str], bool]:
     """The static checks of ``text`` (read from ``path``); returns the job
-    sections and whether one needs a file system."""
+    sections and whether one needs a file system. ``variables``: the
+    ``${NAME}`` the job may read (a built-in job also reads its parameters)."""
     sections: list[str] = []
     global_target: set[str] = set()
     section_target: set[str] = set()
-    current = None
+    current, header = None, 0
     targets: set[str] = set()
 
-    def close(number: int) -> None:
+    def close() -> None:
         if current is not None and current != "global" and not (section_target or global_target):
-            raise _fail(path, number, f"job [{current}] names no target: say filename=${{IOLAB_DEV}} "
+            raise _fail(path, header, f"job [{current}] names no target: say filename=${{IOLAB_DEV}} "
                                       f"or directory=${{IOLAB_DIR}} (in it or in a [global] before it)")
 
     lines = text.split("\n")
@@ -107,23 +108,24 @@ def check_text(path: str, text: str) -> tuple[list[str], bool]:
         if not line:
             continue
         for name in _VARIABLE.findall(line):
-            if name not in VARIABLES:
+            if name not in variables:
                 raise _fail(path, number, f"${{{name}}}: a job for iolab reads only the variables iolab sets "
-                                          f"({', '.join(VARIABLES)}); write the value itself in the file")
+                                          f"({', '.join(variables)}); write the value itself in the file")
         m = _SECTION.match(line)
         if m:
-            close(number)
-            current = m.group(1)
+            close()
+            current, header = m.group(1), number
             section_target = set()
-            if current == "global":
-                pass
-            else:
+            if current != "global":
                 sections.append(current)
             continue
         key, eq, value = line.partition("=")
         key, value = key.strip(), value.strip()
         if key in REFUSED:
             raise _fail(path, number, f"{key}: iolab refuses this option in a job ({REFUSED[key]})")
+        if key == "filename_format" and "/" in value:
+            raise _fail(path, number, f"filename_format={value}: a file name pattern for iolab is a plain "
+                                      f"name (no '/'), which fio puts in directory=${{IOLAB_DIR}}")
         if key == "ioengine" and (value.startswith("external") or "/" in value):
             raise _fail(path, number, f"ioengine={value}: iolab runs only fio's built-in engines")
         if key in TARGETS:
@@ -132,30 +134,28 @@ def check_text(path: str, text: str) -> tuple[list[str], bool]:
                                           f"{key}={TARGETS[key]} (iolab never touches a device you did not name)")
             targets.add(key)
             (global_target if current == "global" else section_target).add(key)
-    close(len(lines))
+    close()
     if not sections:
         raise _fail(path, None, "no job section: a job file for iolab has at least one [name] with "
                                 "filename=${IOLAB_DEV} or directory=${IOLAB_DIR}")
     return sections, "directory" in targets
 
 
-def _parse_env() -> dict[str, str]:
-    """Values for fio's parse; none of them is used to do I/O."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "IOLAB_DEV": "/dev/null", "IOLAB_DIR": "/nonexistent",
-            "IOLAB_SIZE": str(64 << 20), "IOLAB_HALF": str(32 << 20), "IOLAB_RUNTIME": "1000ms",
-            "IOLAB_RAMP": "0ms"}
+# Values of iolab's variables for fio's parse; none of them is used to do I/O.
+PARSE_ENV = {"IOLAB_DEV": "/dev/null", "IOLAB_DIR": "/nonexistent", "IOLAB_SIZE": str(64 << 20),
+             "IOLAB_HALF": str(32 << 20), "IOLAB_RUNTIME": "1000ms", "IOLAB_RAMP": "0ms"}
 
 
-def _fio_says(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines()
-             if ln.strip() and not ln.startswith((" ", "\t")) and "dropped" not in ln]
-    return "; ".join(lines[:3]) or "no reason given"
+def _fio_says(output: str) -> str:
+    return reason([ln.strip() for ln in output.splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]) \
+        or "no reason given"
 
 
-def writes(fio_path: str, path: str, text: str) -> bool:
+def writes(fio_path: str, path: str, text: str, variables: dict[str, str] | None = None) -> bool:
     """Asks fio whether the job ``text`` (read from ``path``) writes: its
-    read-only parse fails if it does."""
-    env = _parse_env()
+    read-only parse fails if it does. ``variables``: the values of iolab's
+    variables for the parse (default :data:`PARSE_ENV`)."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **(variables or PARSE_ENV)}
 
     def parse(*flags: str) -> subprocess.CompletedProcess:
         # fio reads the job from its standard input when the file is "-".

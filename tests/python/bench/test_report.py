@@ -171,3 +171,13 @@ def test_intervals_stay_positive_and_the_axis_fits_the_runs(tmp_path):
     assert report.value_axis([10, 11, 12], [-500], [9000]) == ("linear", 6, 16)
     # ... and a positive quantity's axis stops at zero.
     assert report.value_axis([1, 2, 3], [-5], [4]) == ("linear", 0, 4)
+
+
+def test_fios_own_messages_explain_runs_that_measured_nothing():
+    s = session_of({"none": [100, 101], "bfq": [90, 91]})
+    for r in s.runs:
+        r.metrics = {}
+        r.fio_messages = ["fio: file /dev/test exceeds 32-bit tausworthe random generator.", "fio: job r dropped"]
+    with pytest.raises(analysis.NothingToCompare, match="measured none of the workload's primary metrics "
+                                                        r"\(seqread.read.bw\); fio said: fio: file /dev/test exceeds"):
+        analysis.analyse(s)
