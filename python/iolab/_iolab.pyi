@@ -5,6 +5,10 @@ from __future__ import annotations
 __version__: str
 RNG_ALGORITHM: str
 SIM_VERSION: str
+MAX_SEEDS: int
+MAX_JOBS: int
+
+def student_t_quantile(p: float, df: float) -> float: ...
 
 class RunControl:
     """Cancel flag and progress counter shared with running jobs."""
