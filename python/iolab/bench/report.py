@@ -9,16 +9,14 @@
   with its 95% interval per configuration) and ``drift.png`` (values against
   run order).
 
-The report is built once as a list of blocks and rendered twice, to
-Markdown and to HTML.
+The report is built once as a :class:`iolab.document.Document` and
+rendered twice, to Markdown and to HTML.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
 import textwrap
 import warnings
 from dataclasses import asdict
@@ -32,85 +30,7 @@ from iolab.bench.analysis import Analysis, Measure
 from iolab.bench.stats import ALPHA, Comparison
 from iolab.bench.words import about, count, interval, num, pct, pval
 from iolab.bench.workloads import IOZONE_TESTS
-
-# ------------------------------------------------------------------- blocks
-
-
-def h(level: int, text: str):
-    return ("h", level, text)
-
-
-def p(text: str):
-    return ("p", text)
-
-
-def table(headers: list[str], rows: list[list[str]]):
-    return ("table", headers, rows)
-
-
-def img(path: str, alt: str):
-    return ("img", path, alt)
-
-
-def items(lines: list[str]):
-    return ("list", lines)
-
-
-def to_markdown(blocks) -> str:
-    out = []
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            out.append(f"{'#' * block[1]} {block[2]}")
-        elif kind == "p":
-            out.append(block[1])
-        elif kind == "table":
-            headers, rows = block[1], block[2]
-            out.append("| " + " | ".join(headers) + " |")
-            out.append("|" + "|".join("---" for _ in headers) + "|")
-            out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-        elif kind == "img":
-            out.append(f"![{block[2]}]({block[1]})")
-        elif kind == "list":
-            out += [f"- {line}" for line in block[1]]
-        out.append("")
-    return "\n".join(out)
-
-
-def _inline(text: str) -> str:
-    """Escapes text for HTML and renders the two Markdown marks the report uses."""
-    text = html.escape(text)
-    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-
-
-def to_html(blocks, title: str) -> str:
-    e = html.escape
-    out = [
-        "<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .6em;"
-        "text-align:right}th{background:#eee}td:first-child{text-align:left}img{max-width:100%}"
-        "</style></head><body>",
-    ]
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            out.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
-        elif kind == "p":
-            out.append(f"<p>{_inline(block[1])}</p>")
-        elif kind == "table":
-            out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in block[1]) + "</tr>")
-            for row in block[2]:
-                out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
-            out.append("</table>")
-        elif kind == "img":
-            out.append(f"<p><img src='{e(block[1])}' alt='{e(block[2])}'></p>")
-        elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in block[1]) + "</ul>")
-    out.append("</body></html>")
-    return "\n".join(out)
-
+from iolab.document import Document
 
 # ---------------------------------------------------------- recommendation
 
@@ -247,7 +167,7 @@ def test_lines(c: Comparison) -> list[str]:
             f"p = {pval(c.drift.p)}{' (significant)' if c.drift.significant else ''}; "
             f"repetition means " + " → ".join(num(v) for v in c.drift.rep_means))
     if c.dropped_blocks:
-        lines.append(f"{c.dropped_blocks} incomplete repetition(s) left out of the tests")
+        lines.append(f"{count(c.dropped_blocks, 'incomplete repetition')} left out of the tests")
     return lines
 
 
@@ -256,16 +176,16 @@ def pair_rows(c: Comparison) -> list[list[str]]:
              "yes" if pp.significant else "no"] for pp in c.pairs]
 
 
-def iozone_blocks(session, analysis: Analysis) -> list:
+def iozone_section(doc: Document, session, analysis: Analysis) -> None:
     """Seed 003's matrix per configuration (KiB/s, as iozone prints) and the significant cells."""
     variants = [v for v in session.variants if "reclen" in v.params]
     if not variants:
-        return []
+        return
     by = {(m.key, m.variant): m for m in analysis.measures}
     tests = [t for t, d in IOZONE_TESTS if any((f"{t}.{d}.bw", v.label) in by for v in variants)]
     headers = ["KiB", "reclen"] + tests
     region = session.meta.get("region_bytes") or int(session.runs[0].facts.get("size_bytes", 0))
-    blocks = [h(2, "iozone matrix (mean KiB/s over repetitions, direct I/O)")]
+    doc.heading("iozone matrix (mean KiB/s over repetitions, direct I/O)")
     for config in analysis.configs:
         rows = []
         for v in variants:
@@ -277,7 +197,7 @@ def iozone_blocks(session, analysis: Analysis) -> list:
                 mean = m.comparison.summary(config).mean if m and config in {s.config for s in m.comparison.summaries} else math.nan
                 row.append("-" if not math.isfinite(mean) else f"{mean * 1e6 / 1024:.0f}")
             rows.append(row)
-        blocks += [p(f"**{config}**"), table(headers, rows)]
+        doc.para(f"**{config}**").table(headers, rows)
     rows = []
     for v in variants:
         row = [v.params["reclen"]]
@@ -286,11 +206,10 @@ def iozone_blocks(session, analysis: Analysis) -> list:
                 m = by.get((f"{t}.{d}.bw", v.label))
                 row.append("-" if m is None else _cell(m))
         rows.append(row)
-    blocks += [p("Best configuration per cell: a name when it beats every other significantly, "
-                 "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
-                 "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells)."),
-               table(["reclen"] + tests, rows)]
-    return blocks
+    doc.para("Best configuration per cell: a name when it beats every other significantly, "
+             "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
+             "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells).")
+    doc.table(["reclen"] + tests, rows)
 
 
 def _cell(m: Measure) -> str:
@@ -490,44 +409,43 @@ def interruption(session) -> str:
             + (f" ({count(left, 'run')} of the unfinished repetition left out)." if left else "."))
 
 
-def build(session, analysis: Analysis) -> list:
+def build(session, analysis: Analysis) -> Document:
     meta = session.meta
     m = analysis.primary
     c = m.comparison
     configs = analysis.configs
-    blocks = [h(1, f"iolab bench: {meta['workload']} on {meta['device']}")]
+    doc = Document(f"iolab bench: {meta['workload']} on {meta['device']}")
     if session.interrupted:
-        blocks.append(p(interruption(session)))
-    blocks += [h(2, "Recommendation"), p(recommendation(session, analysis))]
+        doc.para(interruption(session))
+    doc.heading("Recommendation").para(recommendation(session, analysis))
     setup = [
         f"device: {meta['device']} — {meta['model']}; rotational {meta['rotational']}",
         f"kernel {meta['kernel']} ({meta['kernel_version']}); {meta['fio']}; {meta['cpus']} CPUs on {meta['host']}",
         f"workload {meta['workload']}: {meta['workload_summary']} — mirrors {meta['mirrors']}",
         f"job file {meta['job_file']}; parameters "
-        + (", ".join(f"{k}={v}" for k, v in meta["params"].items()) or "none"),
-        f"{meta['reps']} repetitions × {len(configs)} configurations × {len(meta['variants'])} variants, "
-        f"each repetition in a freshly shuffled order (seed {meta['seed']}); runtime {meta['runtime_s']} s, "
-        f"ramp {meta['ramp_s']} s; {meta['drop_caches']}",
+        + (", ".join(f"{k}={v}" for k, v in meta["params"].items()) or "none")
+        + ("; run under fio --readonly" if meta.get("readonly") else ""),
+        f"{count(meta['reps'], 'repetition')} × {count(len(configs), 'configuration')} × "
+        f"{count(len(meta['variants']), 'variant')}, each repetition in a freshly shuffled order "
+        f"(seed {meta['seed']}); runtime {meta['runtime_s']} s, ramp {meta['ramp_s']} s; {meta['drop_caches']}",
         f"preconditioned: {'yes' if meta.get('preconditioned') else 'no'}"
         + (f"; sandbox {meta['sandbox']['size_bytes'] // 2**20} MiB on {meta['sandbox']['backing_device']}"
            if "sandbox" in meta else ""),
         f"load average at start {meta['loadavg_start']}, at end {meta.get('loadavg_end', '-')}",
     ]
-    blocks += [h(2, "Setup"), items(setup)]
-    blocks += [h(2, f"Primary measure: {m.title} ({m.unit})"),
-               table(["configuration", "n", "mean", "σ", "CV", "95% CI", "vs best (Holm p)"],
-                     summary_rows(c)),
-               p("95% CI: the interval of the mean. For positive values it is computed on the log scale "
-                 "(the modified Cox interval of a log-normal mean), so it stays above zero and is "
-                 "asymmetric like the runs; otherwise Student's t."),
-               items(test_lines(c))]
+    doc.heading("Setup").bullets(setup)
+    doc.heading(f"Primary measure: {m.title} ({m.unit})")
+    doc.table(["configuration", "n", "mean", "σ", "CV", "95% CI", "vs best (Holm p)"], summary_rows(c))
+    doc.para("95% CI: the interval of the mean. For positive values it is computed on the log scale "
+             "(the modified Cox interval of a log-normal mean), so it stays above zero and is "
+             "asymmetric like the runs; otherwise Student's t.")
+    doc.bullets(test_lines(c))
     if c.pairs:
-        blocks += [h(3, "Pairwise comparisons (paired t-tests, Holm-corrected)"),
-                   table(["pair", "difference", "relative", "p", "p (Holm)", "significant"], pair_rows(c))]
-    blocks += [h(3, "Every run (as seed 004: one row per repetition, then mean and σ)"),
-               table(["repetition"] + configs, per_run_rows(m, configs)),
-               img("primary.png", "runs, means and 95% intervals"),
-               img("drift.png", "values against run order")]
+        doc.heading("Pairwise comparisons (paired t-tests, Holm-corrected)", 3)
+        doc.table(["pair", "difference", "relative", "p", "p (Holm)", "significant"], pair_rows(c))
+    doc.heading("Every run (as seed 004: one row per repetition, then mean and σ)", 3)
+    doc.table(["repetition"] + configs, per_run_rows(m, configs))
+    doc.image("primary.png", "runs, means and 95% intervals").image("drift.png", "values against run order")
     others = [x for x in analysis.measures if x is not m]
     if others:
         rows = []
@@ -538,24 +456,21 @@ def build(session, analysis: Analysis) -> list:
                          pval(x.family_p), pval(xc.rank_test.p) if xc.rank_test else "-"]
                         + [f"{num(means[cf].mean)} ± {num(means[cf].sd)}" if cf in means else "-"
                            for cf in configs])
-        blocks += [h(2, "All measures (mean ± σ)"),
-                   p(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
-                     f"over these {len(others)} measures, since among many tests at 5% some come out "
-                     f"significant by chance."),
-                   table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs,
-                         rows)]
-    blocks += iozone_blocks(session, analysis)
+        doc.heading("All measures (mean ± σ)")
+        doc.para(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
+                 f"over these {len(others)} measures, since among many tests at 5% some come out "
+                 f"significant by chance.")
+        doc.table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs, rows)
+    iozone_section(doc, session, analysis)
     headers, rows = settings_rows(session)
-    blocks += [h(2, "Settings as read back from sysfs (first run of each configuration)"),
-               table(headers, rows)]
+    doc.heading("Settings as read back from sysfs (first run of each configuration)").table(headers, rows)
     defaults = meta.get("scheduler_defaults", {})
     if defaults:
-        blocks += [h(3, "Scheduler defaults on this kernel (right after switching)"),
-                   items([f"{name}: " + " ".join(f"{k}={v}" for k, v in d.items())
-                          for name, d in defaults.items()])]
+        doc.heading("Scheduler defaults on this kernel (right after switching)", 3)
+        doc.bullets([f"{name}: " + " ".join(f"{k}={v}" for k, v in d.items()) for name, d in defaults.items()])
     restore = session.restored + [f"NOT restored: {x}" for x in session.restore_problems]
-    blocks += [h(2, "Restore"), items(restore or ["nothing to restore"])]
-    return blocks
+    doc.heading("Restore").bullets(restore or ["nothing to restore"])
+    return doc
 
 
 def write(session, analysis: Analysis, outdir: Path) -> Path:
@@ -564,8 +479,5 @@ def write(session, analysis: Analysis, outdir: Path) -> Path:
     m = analysis.primary
     plot_points(m, analysis.configs, outdir / "primary.png")
     plot_drift(m, analysis.configs, session.runs_per_rep, outdir / "drift.png")
-    blocks = build(session, analysis)
-    title = f"iolab bench: {session.meta['workload']} on {session.meta['device']}"
-    (outdir / "report.md").write_text(to_markdown(blocks))
-    (outdir / "report.html").write_text(to_html(blocks, title))
-    return outdir / "report.md"
+    md, _ = build(session, analysis).write(outdir)
+    return md
