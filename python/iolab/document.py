@@ -122,6 +122,8 @@ class Document:
         e = _html.escape
         parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
                  f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+                 # An empty icon: without it a browser asks the server for /favicon.ico, a 404.
+                 f"<link rel='icon' href='data:,'>"
                  f"<title>{e(self.title)}</title><style>{_STYLE}</style></head><body><h1>{e(self.title)}</h1>"]
         for b in self.blocks:
             if isinstance(b, _Heading):
