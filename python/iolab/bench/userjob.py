@@ -12,9 +12,12 @@ anywhere in an option -- its name too -- becomes the environment variable
 - any ``include`` (the included file would escape these checks);
 - any ``${NAME}`` but the variables iolab itself sets (a variable from the
   caller's environment could say ``write``, or name another device);
-- options that name I/O targets iolab cannot check, run programs, switch
-  the scheduler under test, or lift fio's own guard against writing to a
-  mounted device (:data:`REFUSED`);
+- options that name I/O targets iolab cannot check, run programs, write
+  logs where they name, switch the scheduler under test, or lift fio's own
+  guard against writing to a mounted device (:data:`REFUSED`);
+- an engine other than fio's block I/O engines (:data:`ENGINES`; fio's
+  ``exec`` engine runs a program, ``net`` reaches the network), and a
+  buffer (``mem=mmap:FILE``) mapped from a file;
 - a job section with no target of its own or from a ``[global]`` before it
   (fio would make files named after the job in the current directory);
 - lines longer than fio reads as one line, and text that is not UTF-8.
@@ -53,7 +56,20 @@ REFUSED = {
     "ioscheduler": "switches the scheduler itself (iolab sets it for each configuration)",
     "allow_mounted_write": "lifts fio's own guard against writing to a mounted device",
     "profile": "runs a built-in profile with targets of its own",
+    "write_bw_log": "writes log files where it names (iolab keeps fio's JSON)",
+    "write_lat_log": "writes log files where it names (iolab keeps fio's JSON)",
+    "write_iops_log": "writes log files where it names (iolab keeps fio's JSON)",
+    "write_hist_log": "writes log files where it names (iolab keeps fio's JSON)",
+    "cgroup": "creates a control group",
 }
+
+# The engines a --fio job may use: fio's block and file I/O engines. Others
+# run programs (exec: program=, arguments=), reach the network (net, nbd,
+# rdma, rbd, http), send raw SCSI commands (sg) or change files' layout
+# (e4defrag, ftruncate, falloc, filedelete): none of that is a disk's
+# scheduling, and the read-only checks above do not cover it.
+ENGINES = ("sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap", "splice",
+           "null")
 
 # fgets(string, OPT_LEN_MAX) in init.c reads at most 8191 characters as one line.
 MAX_LINE = 4096
@@ -126,8 +142,12 @@ def check_text(path: str, text: str, variables=VARIABLES) -> tuple[list[str], bo
         if key == "filename_format" and "/" in value:
             raise _fail(path, number, f"filename_format={value}: a file name pattern for iolab is a plain "
                                       f"name (no '/'), which fio puts in directory=${{IOLAB_DIR}}")
-        if key == "ioengine" and (value.startswith("external") or "/" in value):
-            raise _fail(path, number, f"ioengine={value}: iolab runs only fio's built-in engines")
+        if key == "ioengine" and value not in ENGINES:
+            raise _fail(path, number, f"ioengine={value}: iolab runs only fio's block I/O engines "
+                                      f"({', '.join(ENGINES)})")
+        if key in ("mem", "iomem") and ":" in value:
+            raise _fail(path, number, f"{key}={value}: a buffer mapped from a file creates that file; "
+                                      f"give the type alone ({value.split(':', 1)[0]})")
         if key in TARGETS:
             if value != TARGETS[key] or not eq:
                 raise _fail(path, number, f"{key}={value}: a job for iolab names its target only as "
