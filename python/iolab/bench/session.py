@@ -21,6 +21,7 @@ Method (BENCH.md, "Practice that makes a comparison valid"):
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import platform
 import random
@@ -181,6 +182,23 @@ def plan(configs: list[cfg.Config], variants: list[Variant], reps: int,
     return out
 
 
+# A session's bounds: beyond them a run is a typing mistake, not a plan (a
+# billion repetitions started measuring, with an ETA of centuries).
+MAX_REPS = 10_000
+MAX_RUNS = 100_000
+MAX_SECONDS = 86_400.0  # one fio job's --runtime or --ramp
+
+
+def check_limits(reps: int, runtime: float, ramp: float) -> None:
+    """Refuses repetitions and times that cannot make a session."""
+    if not 1 <= reps <= MAX_REPS:
+        raise UserError(f"--reps {reps}: expected 1 to {MAX_REPS:,}")
+    if not (math.isfinite(runtime) and 0 < runtime <= MAX_SECONDS):
+        raise UserError(f"--runtime {runtime:g}: expected seconds above 0 and at most {MAX_SECONDS:g} (a day)")
+    if not (math.isfinite(ramp) and 0 <= ramp <= MAX_SECONDS):
+        raise UserError(f"--ramp {ramp:g}: expected seconds from 0 to {MAX_SECONDS:g} (a day)")
+
+
 def run(opts: Options, console: Console | None = None) -> Session:
     """Runs a session; returns its runs (also when interrupted) after restoring the device."""
     console = console or Console(stderr=True)
@@ -189,10 +207,7 @@ def run(opts: Options, console: Console | None = None) -> Session:
     workload = opts.workload
     variants = workload.variants(opts.params)
     writes = workload.writes or workload.needs_fs
-    if opts.reps < 1:
-        raise UserError("--reps must be at least 1")
-    if opts.runtime <= 0 or opts.ramp < 0:
-        raise UserError("--runtime must be positive and --ramp not negative")
+    check_limits(opts.reps, opts.runtime, opts.ramp)
     dev = None
     if opts.device:
         dev = sysfs.resolve(opts.device)
@@ -247,6 +262,9 @@ def run(opts: Options, console: Console | None = None) -> Session:
         session.meta = meta
         meta["region_bytes"] = size
         total = opts.reps * len(configs) * len(variants)
+        if total > MAX_RUNS:
+            raise UserError(f"{count(len(configs), 'configuration')} x {count(len(variants), 'variant')} x "
+                            f"{count(opts.reps, 'repetition')} = {total:,} runs, more than {MAX_RUNS:,}")
         seconds = total * workload.seconds_per_run(opts.runtime, opts.ramp)
         estimate = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
         console.print(f"iolab bench: {workload.name} on {dev.path}: {count(len(configs), 'configuration')} x "

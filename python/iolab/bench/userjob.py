@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 
@@ -73,6 +74,7 @@ ENGINES = ("sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", 
 
 # fgets(string, OPT_LEN_MAX) in init.c reads at most 8191 characters as one line.
 MAX_LINE = 4096
+MAX_FILE = 2**20
 
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _INCLUDE = re.compile(r"^[\s\x00-\x1f]*include")
@@ -87,9 +89,15 @@ def _fail(path: str, number: int | None, message: str) -> UserError:
 def read(path: str) -> str:
     """The job file's text (UTF-8, no NUL byte)."""
     try:
-        data = Path(path).read_bytes()
+        # Not a FIFO (its open blocks) or /dev/zero (never ends): a regular file of sane size.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UserError(f"--fio {path}: not a regular file")
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE + 1)
     except OSError as e:
         raise UserError(f"--fio {path}: {e.strerror or e}") from None
+    if len(data) > MAX_FILE:
+        raise UserError(f"--fio {path}: larger than {MAX_FILE // 2**20} MiB; a job file is a few lines")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import argparse
 from pathlib import Path
 
@@ -141,6 +143,12 @@ def _write_report(result, outdir: Path, detect: float, out: Console) -> int:
     return 0
 
 
+def _region(size: int) -> int:
+    if size < 2**20:
+        raise UserError(f"--size {size}: expected at least 1M (0 is not \"the whole device\"; leave --size out)")
+    return size
+
+
 def run(args) -> int:
     console = Console(stderr=True)
     out = Console()
@@ -151,12 +159,18 @@ def run(args) -> int:
 
     from iolab.bench import configs, session, workloads
 
+    if not (math.isfinite(args.detect) and 0 < args.detect <= 1000):
+        raise UserError(f"--detect {args.detect:g}: expected a percentage above 0 and at most 1000")
     if args.report:
         return _report_again(Path(args.report), args.detect / 100, out)
     from iolab.bench.sandbox import parse_size
 
-    if args.detect <= 0:
-        raise UserError("--detect must be a positive percentage")
+    session.check_limits(args.reps, args.runtime, args.ramp)
+    if args.schedulers is not None and not args.schedulers.strip():
+        raise UserError("--schedulers is empty: name at least one, e.g. --schedulers none,bfq")
+    for flag, value in (("--loop-dir", args.loop_dir), ("-o", args.output)):
+        if value and Path(value).exists() and not Path(value).is_dir():
+            raise UserError(f"{flag} {value}: not a directory")
     if not args.device and not args.loop:
         raise UserError("name a target: --device DEV (a whole disk) or --loop SIZE (a sandbox)")
     workload = workloads.custom(args.fio) if args.fio else workloads.get(args.workload or workloads.DEFAULT_WORKLOAD)
@@ -165,7 +179,7 @@ def run(args) -> int:
         device=args.device,
         loop_size=parse_size(args.loop) if args.loop else None,
         loop_dir=Path(args.loop_dir) if args.loop_dir else None,
-        size=parse_size(args.size) if args.size else None,
+        size=_region(parse_size(args.size)) if args.size is not None else None,
         schedulers=[s.strip() for s in args.schedulers.split(",") if s.strip()] if args.schedulers else None,
         grid=configs.parse_grid(args.tunables),
         explicit=[configs.parse_config(c) for c in args.config],
