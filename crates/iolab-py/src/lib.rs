@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod emu;
 mod fastqueue;
+mod mail;
 mod sim;
 mod stats;
 mod validate;
@@ -17,6 +18,7 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stats::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
+    mail::register(m)?;
     emu::register(m)?;
     Ok(())
 }
