@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -17,6 +18,9 @@ from iolab.cli.errors import UserError
 SIZES = [256, 1024, 8192, 65536]
 PRODUCERS = [1, 4, 16, 64]
 PERSIST_QUEUE = "persist-queue"
+# Bench bounds: a message the size of a segment's data, threads a machine can start.
+MAX_SIZE = 64 << 20
+MAX_PRODUCERS = 4096
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -212,8 +216,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if p not in all_peers:
             raise UserError(f"--peers: unknown peer '{p}'; expected one of: {', '.join(all_peers)}")
     peers = [p for p in all_peers if p in peers]
-    if seconds <= 0 or args.max_mib <= 0:
-        raise UserError("--seconds and --max-mib must be positive")
+    if not (math.isfinite(seconds) and 0 < seconds <= 86400) or args.max_mib <= 0:
+        raise UserError(f"--seconds {seconds:g} --max-mib {args.max_mib}: expected seconds above 0 and at most "
+                        f"86400, and a positive number of MiB")
+    if max(sizes) > MAX_SIZE:
+        raise UserError(f"--sizes {max(sizes)}: a message is at most {MAX_SIZE} bytes here")
+    if max(producers) > MAX_PRODUCERS:
+        raise UserError(f"--producers {max(producers)}: at most {MAX_PRODUCERS} threads")
+    if not (math.isfinite(args.batch_delay) and 0 <= args.batch_delay <= 1):
+        raise UserError(f"--batch-delay {args.batch_delay:g}: expected 0 to 1 second")
+    if args.recovery_mib < 0:
+        raise UserError(f"--recovery-mib {args.recovery_mib}: expected 0 or more")
+    if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
+        raise UserError(f"--dir {args.dir}: not a directory")
     if PERSIST_QUEUE in peers and not _have_persist_queue():
         print(f"note: {PERSIST_QUEUE} is not installed (pip install persist-queue); its rows are skipped")
         peers = [p for p in peers if p != PERSIST_QUEUE]
