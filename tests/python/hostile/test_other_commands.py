@@ -100,7 +100,7 @@ BENCH_CASES = [
 ]
 
 
-PROGRESS_FIRST = {"param-beyond-device"}
+PROGRESS_FIRST = {"param-beyond-device", "param-not-a-size"}
 
 
 def _attached_under(directory) -> list[str]:
@@ -228,9 +228,9 @@ QUEUE_CASES = [
     ("stats-junk-segment", ["stats", "{junk}"], (0, 2), []),
     ("repair-asks-without-a-terminal", ["repair", "{junk}"], (1, 2), []),
     ("bench-sizes-text", ["bench", "--sizes", "abc"], (2,), ["--sizes", "comma-separated integers"]),
-    ("bench-sizes-0", ["bench", "--sizes", "0"], (2,), ["--sizes", "positive"]),
+    ("bench-sizes-0", ["bench", "--sizes", "0"], (2,), ["--sizes", "between 1 and"]),
     ("bench-sizes-huge", ["bench", "--sizes", str(2**40), "--peers", "fastqueue"], (2,), ["--sizes"]),
-    ("bench-producers-0", ["bench", "--producers", "0"], (2,), ["--producers", "positive"]),
+    ("bench-producers-0", ["bench", "--producers", "0"], (2,), ["--producers", "between 1 and"]),
     ("bench-producers-huge", ["bench", "--producers", "1000000", "--peers", "fastqueue"], (2,), ["--producers"]),
     ("bench-peers-unknown", ["bench", "--peers", "nosuch"], (2,), ["unknown peer 'nosuch'"]),
     ("bench-seconds-0", ["bench", "--seconds", "0"], (2,), ["--seconds"]),
