@@ -135,7 +135,7 @@ def test_a_stopped_bench_restores_and_keeps_the_runs(how, loops, tmp_path, priva
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: iolab and fio
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == (143 if how.startswith("SIGTERM") else 130), stderr  # 128 + the signal
-    assert ("stopped by SIGTERM" if how.startswith("SIGTERM") else "interrupted") in stderr
+    assert ("interrupted by SIGTERM" if how.startswith("SIGTERM") else "interrupted") in stderr
     assert sysfs.snapshot(dev) == original
     assert statefile.pending(private_state_dir) == []
     doc = json.loads((out / "runs.json").read_text())
