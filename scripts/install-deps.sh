@@ -18,6 +18,8 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v qemu-io >/dev/null 2>&1 || need+=(qemu-utils)
 command -v nbdinfo >/dev/null 2>&1 || need+=(libnbd-bin)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+# The reports-in-a-browser test: Debian's Chromium, driven by Python's playwright (no browser download).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
 fi

@@ -8,14 +8,29 @@ never drift apart.
 from __future__ import annotations
 
 import html as _html
+import re
 from dataclasses import dataclass, field
 from typing import Sequence, Union
 
+# Readable on a phone as on a desktop: the page never scrolls sideways; a
+# table wider than the screen scrolls inside its own box, a figure shrinks,
+# and a long path or name breaks rather than pushing the page wider.
 _STYLE = (
-    "body{font-family:sans-serif;max-width:1150px;margin:2em auto;line-height:1.4}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-    "td:first-child,th:first-child{text-align:left}img{max-width:100%}code{background:#f4f4f4}"
+    "body{font-family:sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;line-height:1.4;"
+    "overflow-wrap:break-word}"
+    ".wide{overflow-x:auto;margin:1em 0}"
+    "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%;height:auto}"
+    "code{background:#f4f4f4}pre{overflow-x:auto}"
 )
+
+
+def _inline(text: str) -> str:
+    """Text escaped for HTML, with the two Markdown marks reports use:
+    ``**bold**`` and ```code```."""
+    text = _html.escape(text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
 @dataclass
@@ -105,19 +120,23 @@ class Document:
 
     def html(self) -> str:
         e = _html.escape
-        parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{e(self.title)}</title>"
-                 f"<style>{_STYLE}</style></head><body><h1>{e(self.title)}</h1>"]
+        parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+                 f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+                 # An empty icon: without it a browser asks the server for /favicon.ico, a 404.
+                 f"<link rel='icon' href='data:,'>"
+                 f"<title>{e(self.title)}</title><style>{_STYLE}</style></head><body><h1>{e(self.title)}</h1>"]
         for b in self.blocks:
             if isinstance(b, _Heading):
                 parts.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
             elif isinstance(b, _Para):
-                parts.append(f"<p>{e(b.text)}</p>")
+                parts.append(f"<p>{_inline(b.text)}</p>")
             elif isinstance(b, _List):
-                parts.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in b.items) + "</ul>")
+                parts.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in b.items) + "</ul>")
             elif isinstance(b, _Table):
                 head = "".join(f"<th>{e(h)}</th>" for h in b.header)
                 body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in b.rows)
-                parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+                parts.append(f"<div class='wide'><table><thead><tr>{head}</tr></thead>"
+                             f"<tbody>{body}</tbody></table></div>")
             elif isinstance(b, _Image):
                 parts.append(f"<p><img src='{e(b.path)}' alt='{e(b.alt)}'></p>")
             elif isinstance(b, _Code):

@@ -23,3 +23,12 @@ def run_iolab(*args: str, cwd: Path | None = None, check: bool = False, timeout:
 @pytest.fixture
 def iolab():
     return run_iolab
+
+
+@pytest.fixture(scope="session")
+def wpcas_quick(tmp_path_factory) -> Path:
+    """`iolab paper wpcas --quick`'s output, made once for the tests that read it."""
+    out = tmp_path_factory.mktemp("paper") / "pw"
+    proc = run_iolab("paper", "wpcas", "--quick", "-q", "-o", str(out), check=True, timeout=1800)
+    (out / "stdout.txt").write_text(proc.stdout)
+    return out

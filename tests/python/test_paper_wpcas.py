@@ -3,10 +3,9 @@
 import json
 
 
-def test_quick_reproduction_writes_report_figures_and_claims(iolab, tmp_path):
-    out = tmp_path / "pw"
-    proc = iolab("paper", "wpcas", "--quick", "-q", "-o", str(out), check=True)
-    assert "claims" in proc.stdout
+def test_quick_reproduction_writes_report_figures_and_claims(wpcas_quick):
+    out = wpcas_quick
+    assert "claims" in (out / "stdout.txt").read_text()
     for name in ["report.md", "report.html", "paper-wpcas.json"] + [
         f"fig{n}_{m}_{c}.png" for n, m, c in [(3, "sequential", 10), (5, "sequential", 80), (8, "random", 80)]
     ] + [f"sweep_{p}.png" for p in ("gamma", "hist_len", "window_ms", "antic_expire")]:

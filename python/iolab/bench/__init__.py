@@ -11,7 +11,7 @@ Brief overview -- how a session flows, one module per concept:
   record that lets ``iolab bench --restore`` undo a killed session;
 - :mod:`~iolab.bench.configs` turns ``--tunables``/``--config`` into
   configurations and puts one in place;
-- :mod:`~iolab.bench.workloads` is the table of fio jobs in ``bench/jobs``;
+- :mod:`~iolab.bench.workloads` is the table of fio jobs in ``jobs/`` (package data);
   :mod:`~iolab.bench.fio` runs one and reads its JSON;
 - :mod:`~iolab.bench.session` runs every configuration in every repetition
   in a shuffled order, then restores;

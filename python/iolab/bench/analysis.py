@@ -20,7 +20,9 @@ from statsmodels.stats.multitest import multipletests
 
 from iolab.bench import fio
 from iolab.bench.stats import Comparison, compare
+from iolab.bench.words import count
 from iolab.bench.workloads import expand
+from iolab.cli.errors import UserError
 
 UNITS = {
     "bw": ("MB/s", 1e6),
@@ -98,8 +100,18 @@ def _correct_family(measures: list[Measure]) -> None:
         m.family_p = float(p)
 
 
+class NothingToCompare(UserError):
+    """The runs hold nothing the analysis can use: no complete repetition, or
+    none of the workload's primary metrics (fio's own messages say why)."""
+
+
 def analyse(session, detect: float = 0.05) -> Analysis:
-    frame = runs_frame(session.runs)
+    """Compares the configurations over the complete repetitions only."""
+    runs = session.complete_runs()
+    if not runs:
+        raise NothingToCompare(f"no repetition is complete ({count(len(session.runs), 'run')} of the "
+                               f"{session.runs_per_rep} a repetition needs): nothing to compare")
+    frame = runs_frame(runs)
     configs = [c.label for c in session.configs]
     workload = session.options.workload
     per_rep = session.runs_per_rep
@@ -116,7 +128,11 @@ def analyse(session, detect: float = 0.05) -> Analysis:
     primary_keys = expand(workload.primary, frame["key"].unique())
     cells = frame[frame["key"].isin(primary_keys)]
     if not len(cells):
-        raise ValueError("the runs measured none of the workload's primary metrics")
+        said = fio.reason(list(dict.fromkeys(m for r in runs for m in r.fio_messages)))
+        reason = f"; fio said: {said}" if said else (
+            "; fio reported no error: did the job do I/O within the device and after the ramp time?")
+        raise NothingToCompare(f"the runs measured none of the workload's primary metrics "
+                               f"({', '.join(workload.primary)}){reason}")
     stat = fio.split_key(primary_keys[0])[2]
     higher = fio.HIGHER_IS_BETTER.get(stat, True)
     if len(primary_keys) == 1 and len(session.variants) == 1:

@@ -86,6 +86,7 @@ class FioResult:
     version: str
     jobs: list[JobResult]
     disk_util: list[dict]
+    messages: tuple[str, ...] = ()  # what fio printed besides its JSON: warnings, the reason it stopped
 
 
 def _latency(section: dict) -> tuple[dict, float, str]:
@@ -138,16 +139,35 @@ def _io_stats(section: dict) -> IoStats:
     )
 
 
-def parse(text: str) -> FioResult:
-    """Reads fio's JSON, skipping anything fio printed before it (notes, warnings)."""
+def _message_lines(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def reason(messages) -> str:
+    """fio's own reason in a few of its lines: its ``fio: ...`` errors first
+    (not the option help it prints after them, nor "job x dropped")."""
+    lines = [m for m in messages if "dropped" not in m]
+    errors = [m for m in lines if m.startswith("fio:") or "error" in m.lower()]
+    return "; ".join((errors or lines[-3:])[:3])
+
+
+def parse(text: str, stderr: str = "") -> FioResult:
+    """Reads fio's JSON; what fio printed before or after it (notes, warnings,
+    errors -- fio writes those into ``--output`` too) and on ``stderr`` are
+    kept as its messages."""
     text = text.lstrip()
     start = 0 if text.startswith("{") else text.find("\n{") + 1
+    messages = _message_lines(stderr)
     if start == 0 and not text.startswith("{"):
-        raise FioError("fio wrote no JSON")
+        said = reason(list(dict.fromkeys(messages + _message_lines(text))))
+        raise FioError("fio wrote no JSON" + (f": {said}" if said else ""))
     try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        data, end = json.JSONDecoder().raw_decode(text[start:])
     except ValueError as e:
         raise FioError(f"fio's JSON does not parse: {e}") from None
+    if not isinstance(data, dict):
+        raise FioError("fio's JSON is not an object")
+    messages += _message_lines(text[:start]) + _message_lines(text[start + end:])
     if "jobs" not in data:
         raise FioError("fio's JSON has no 'jobs'")
     jobs = []
@@ -158,6 +178,7 @@ def parse(text: str) -> FioResult:
         version=str(data.get("fio version", "")),
         jobs=jobs,
         disk_util=list(data.get("disk_util", [])),
+        messages=tuple(dict.fromkeys(messages)),
     )
 
 
@@ -205,19 +226,30 @@ def split_key(key: str) -> tuple[str, str, str]:
     return job, direction, stat
 
 
-def run(fio: str, jobfile: Path, env: dict[str, str], output: Path, timeout: float) -> FioResult:
+def run(fio: str, jobfile: Path, env: dict[str, str], output: Path, timeout: float,
+        readonly: bool = False, text: str | None = None) -> FioResult:
     """Runs ``jobfile`` with ``env`` added to the environment; JSON goes to ``output``.
+
+    ``readonly`` adds fio's ``--readonly``: fio then refuses every write and
+    trim. ``text``, when given, is the job itself, handed to fio on its
+    standard input (the text iolab checked, not a file that may have changed
+    since). Variables named ``IOLAB_*`` reach fio only from ``env``.
 
     If anything interrupts the wait (Ctrl-C, a signal turned into an
     exception, a timeout), fio is stopped -- SIGINT first, which makes it
     finish cleanly, then SIGKILL -- before the exception goes on.
     """
-    cmd = [fio, "--output-format=json", f"--output={output}", "--eta=never", str(jobfile)]
+    cmd = [fio, "--output-format=json", f"--output={output}", "--eta=never"]
+    if readonly:
+        cmd.append("--readonly")
+    cmd.append("-" if text is not None else str(jobfile))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("IOLAB_")}
     proc = subprocess.Popen(
-        cmd, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        cmd, env={**base, **env}, stdin=subprocess.PIPE if text is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        _, stderr = proc.communicate(timeout=timeout)
+        _, stderr = proc.communicate(input=text, timeout=timeout)
     except subprocess.TimeoutExpired:
         stop(proc)
         raise FioError(f"fio did not finish {jobfile.name} within {timeout:.0f} s") from None
@@ -225,17 +257,22 @@ def run(fio: str, jobfile: Path, env: dict[str, str], output: Path, timeout: flo
         stop(proc)
         raise
     try:
-        text = output.read_text()
+        out_text = output.read_text(errors="replace")
     except OSError:
-        text = ""
+        out_text = ""
     if proc.returncode != 0:
-        lines = [ln for ln in (stderr or "").strip().splitlines() if ln.strip()]
-        detail = lines[-1] if lines else f"exit status {proc.returncode}"
+        try:
+            said = list(parse(out_text, stderr or "").messages)
+        except FioError:
+            said = _message_lines(stderr or "") + _message_lines(out_text)
+        detail = reason(said) or f"exit status {proc.returncode}"
         raise FioError(f"fio failed on {jobfile.name}: {detail}")
-    result = parse(text)
+    result = parse(out_text, stderr or "")
     failed = [j for j in result.jobs if j.error]
     if failed:
-        raise FioError(f"fio job {failed[0].name} of {jobfile.name} ended with error {failed[0].error}")
+        said = f": {reason(result.messages)}" if result.messages else ""
+        raise FioError(f"fio job {failed[0].name} of {jobfile.name} ended with error {failed[0].error} "
+                       f"({os.strerror(failed[0].error)}){said}")
     return result
 
 

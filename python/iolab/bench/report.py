@@ -9,16 +9,15 @@
   with its 95% interval per configuration) and ``drift.png`` (values against
   run order).
 
-The report is built once as a list of blocks and rendered twice, to
-Markdown and to HTML.
+The report is built once as a :class:`iolab.document.Document` and
+rendered twice, to Markdown and to HTML.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
+import textwrap
 import warnings
 from dataclasses import asdict
 from pathlib import Path
@@ -29,116 +28,9 @@ from matplotlib.figure import Figure
 
 from iolab.bench.analysis import Analysis, Measure
 from iolab.bench.stats import ALPHA, Comparison
+from iolab.bench.words import about, count, interval, num, pct, pval
 from iolab.bench.workloads import IOZONE_TESTS
-
-# ---------------------------------------------------------------- formatting
-
-
-def num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    ax = abs(x)
-    if ax >= 100:
-        return f"{x:.0f}"
-    if ax >= 10:
-        return f"{x:.1f}"
-    if ax >= 1:
-        return f"{x:.2f}"
-    return f"{x:.3g}"
-
-
-def pct(x: float | None, signed: bool = False) -> str:
-    if x is None or not math.isfinite(x):
-        return "-"
-    if not signed and x > 10:
-        return "over 1000%"
-    return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
-
-
-def pval(p: float | None) -> str:
-    if p is None or not math.isfinite(p):
-        return "-"
-    return "< 0.0001" if p < 1e-4 else f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
-
-
-# ------------------------------------------------------------------- blocks
-
-
-def h(level: int, text: str):
-    return ("h", level, text)
-
-
-def p(text: str):
-    return ("p", text)
-
-
-def table(headers: list[str], rows: list[list[str]]):
-    return ("table", headers, rows)
-
-
-def img(path: str, alt: str):
-    return ("img", path, alt)
-
-
-def items(lines: list[str]):
-    return ("list", lines)
-
-
-def to_markdown(blocks) -> str:
-    out = []
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            out.append(f"{'#' * block[1]} {block[2]}")
-        elif kind == "p":
-            out.append(block[1])
-        elif kind == "table":
-            headers, rows = block[1], block[2]
-            out.append("| " + " | ".join(headers) + " |")
-            out.append("|" + "|".join("---" for _ in headers) + "|")
-            out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-        elif kind == "img":
-            out.append(f"![{block[2]}]({block[1]})")
-        elif kind == "list":
-            out += [f"- {line}" for line in block[1]]
-        out.append("")
-    return "\n".join(out)
-
-
-def _inline(text: str) -> str:
-    """Escapes text for HTML and renders the two Markdown marks the report uses."""
-    text = html.escape(text)
-    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-
-
-def to_html(blocks, title: str) -> str:
-    e = html.escape
-    out = [
-        "<!DOCTYPE html>", "<html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
-        "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.2em .6em;"
-        "text-align:right}th{background:#eee}td:first-child{text-align:left}img{max-width:100%}"
-        "</style></head><body>",
-    ]
-    for block in blocks:
-        kind = block[0]
-        if kind == "h":
-            out.append(f"<h{block[1]}>{e(block[2])}</h{block[1]}>")
-        elif kind == "p":
-            out.append(f"<p>{_inline(block[1])}</p>")
-        elif kind == "table":
-            out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in block[1]) + "</tr>")
-            for row in block[2]:
-                out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
-            out.append("</table>")
-        elif kind == "img":
-            out.append(f"<p><img src='{e(block[1])}' alt='{e(block[2])}'></p>")
-        elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in block[1]) + "</ul>")
-    out.append("</body></html>")
-    return "\n".join(out)
-
+from iolab.document import Document
 
 # ---------------------------------------------------------- recommendation
 
@@ -171,21 +63,22 @@ def recommendation(session, analysis: Analysis) -> str:
              f"kernel {meta['kernel']}), workload {meta['workload']}")
     if c.anova is None:
         return (f"{where}: too few complete repetitions or configurations for a test "
-                f"({c.blocks} complete repetitions); iolab names no winner.")
+                f"({count(c.blocks, 'complete repetition')}, {count(len(c.summaries), 'configuration')}); "
+                f"iolab names no winner.")
     best = c.summary(c.best)
     ranked = sorted(c.summaries, key=lambda s: s.mean, reverse=c.higher_is_better)
     runner = ranked[1] if len(ranked) > 1 else None
-    rank = (f" Friedman's rank test {'agrees' if c.rank_test.p < ALPHA else 'does not reach significance'} "
+    rank = (f" The {c.rank_test.name} test {'agrees' if c.rank_test.p < ALPHA else 'does not reach significance'} "
             f"(p = {pval(c.rank_test.p)}).") if c.rank_test else ""
     anova = f"blocked ANOVA over {c.blocks} repetitions: F({c.anova.df}) = {num(c.anova.statistic)}, p = {pval(c.anova.p)}"
     power = c.power
     detect = ""
     if power is not None:
-        can = pct(power.detectable) if power.detectable is not None else "-"
-        need = power.reps_needed if power.reps_needed is not None else "-"
-        detect = (f" With {c.blocks} repetitions, differences of about {can} can be detected "
-                  f"(80% power, alpha split over {len(c.pairs)} pairs); telling a {pct(power.detect)} "
-                  f"difference apart would need about {need} repetitions per configuration.")
+        need = (f"about {power.reps_needed} repetitions" if power.reps_needed is not None
+                else "an unknown number of repetitions")
+        detect = (f" With {count(c.blocks, 'repetition')}, differences of {about(power.detectable)} can be "
+                  f"detected (80% power, alpha split over {count(len(c.pairs), 'pair')}); telling a "
+                  f"{pct(power.detect)} difference apart would need {need} per configuration.")
     drift = ""
     if c.drift is not None and c.drift.significant:
         drift = (f" The values drifted by {pct(c.drift.slope_per_rep, True)} per repetition against "
@@ -197,7 +90,7 @@ def recommendation(session, analysis: Analysis) -> str:
         gap = (best.mean - runner.mean) / runner.mean if runner and runner.mean else math.nan
         worst_p = max(pp.p_holm for pp in c.pairs if c.winner in (pp.a, pp.b))
         return (f"{where}: {c.winner} is the best configuration by {what}: {num(best.mean)} "
-                f"(95% CI {num(best.ci_low)}-{num(best.ci_high)}, CV {pct(best.cv)}), "
+                f"(95% CI {interval(best.ci_low, best.ci_high)}, CV {pct(best.cv)}), "
                 f"{pct(abs(gap))} {'ahead of' if c.higher_is_better else 'below'} {runner.config}. "
                 f"The difference is significant ({anova}), and Holm-corrected paired t-tests separate "
                 f"{c.winner} from every other configuration (largest corrected p = {pval(worst_p)}), "
@@ -211,8 +104,16 @@ def recommendation(session, analysis: Analysis) -> str:
                 f"any of {', '.join(c.top)} with 95% confidence against the others, and none over "
                 f"the rest of that group.{rank}{detect}{drift}")
     lo, hi = min(s.mean for s in c.summaries), max(s.mean for s in c.summaries)
+    within = pct((hi - lo) / lo if lo else math.nan)
+    if c.anova.p < ALPHA:
+        closest = min(pp.p_holm for pp in c.pairs)
+        return (f"{where}: the blocked ANOVA finds that the configurations differ by {what} ({anova}), "
+                f"but no Holm-corrected paired t-test separates any two of them (smallest corrected "
+                f"p = {pval(closest)}; the means lie within {within} of each other, runs vary by {spread}). "
+                f"So iolab cannot say which configuration is better and names no winner; more repetitions "
+                f"would tell.{detect}{rank}{drift}")
     return (f"{where}: the configurations are indistinguishable by {what} ({anova}; runs vary by "
-            f"{spread}; the means lie within {pct((hi - lo) / lo if lo else math.nan)} of each other). "
+            f"{spread}; the means lie within {within} of each other). "
             f"iolab names no winner and does not recommend a change on this evidence.{detect}{rank}{drift}")
 
 
@@ -232,7 +133,7 @@ def summary_rows(c: Comparison) -> list[list[str]]:
             if pair is not None:
                 vs += f" (p {pval(pair.p_holm)}{' *' if pair.significant else ''})"
         rows.append([s.config, str(s.n), num(s.mean), num(s.sd), pct(s.cv),
-                     f"{num(s.ci_low)}-{num(s.ci_high)}", vs])
+                     interval(s.ci_low, s.ci_high), vs])
     return rows
 
 
@@ -266,7 +167,7 @@ def test_lines(c: Comparison) -> list[str]:
             f"p = {pval(c.drift.p)}{' (significant)' if c.drift.significant else ''}; "
             f"repetition means " + " → ".join(num(v) for v in c.drift.rep_means))
     if c.dropped_blocks:
-        lines.append(f"{c.dropped_blocks} incomplete repetition(s) left out of the tests")
+        lines.append(f"{count(c.dropped_blocks, 'incomplete repetition')} left out of the tests")
     return lines
 
 
@@ -275,16 +176,16 @@ def pair_rows(c: Comparison) -> list[list[str]]:
              "yes" if pp.significant else "no"] for pp in c.pairs]
 
 
-def iozone_blocks(session, analysis: Analysis) -> list:
+def iozone_section(doc: Document, session, analysis: Analysis) -> None:
     """Seed 003's matrix per configuration (KiB/s, as iozone prints) and the significant cells."""
     variants = [v for v in session.variants if "reclen" in v.params]
     if not variants:
-        return []
+        return
     by = {(m.key, m.variant): m for m in analysis.measures}
     tests = [t for t, d in IOZONE_TESTS if any((f"{t}.{d}.bw", v.label) in by for v in variants)]
     headers = ["KiB", "reclen"] + tests
     region = session.meta.get("region_bytes") or int(session.runs[0].facts.get("size_bytes", 0))
-    blocks = [h(2, "iozone matrix (mean KiB/s over repetitions, direct I/O)")]
+    doc.heading("iozone matrix (mean KiB/s over repetitions, direct I/O)")
     for config in analysis.configs:
         rows = []
         for v in variants:
@@ -296,7 +197,7 @@ def iozone_blocks(session, analysis: Analysis) -> list:
                 mean = m.comparison.summary(config).mean if m and config in {s.config for s in m.comparison.summaries} else math.nan
                 row.append("-" if not math.isfinite(mean) else f"{mean * 1e6 / 1024:.0f}")
             rows.append(row)
-        blocks += [p(f"**{config}**"), table(headers, rows)]
+        doc.para(f"**{config}**").table(headers, rows)
     rows = []
     for v in variants:
         row = [v.params["reclen"]]
@@ -305,11 +206,10 @@ def iozone_blocks(session, analysis: Analysis) -> list:
                 m = by.get((f"{t}.{d}.bw", v.label))
                 row.append("-" if m is None else _cell(m))
         rows.append(row)
-    blocks += [p("Best configuration per cell: a name when it beats every other significantly, "
-                 "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
-                 "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells)."),
-               table(["reclen"] + tests, rows)]
-    return blocks
+    doc.para("Best configuration per cell: a name when it beats every other significantly, "
+             "names joined by / for a significant top group, ≈ when indistinguishable, ≠ when the "
+             "configurations differ but no pair is separated (ANOVA p Holm-corrected over all cells).")
+    doc.table(["reclen"] + tests, rows)
 
 
 def _cell(m: Measure) -> str:
@@ -339,26 +239,81 @@ def settings_rows(session) -> tuple[list[str], list[list[str]]]:
 # -------------------------------------------------------------------- plots
 
 
-def plot_points(m: Measure, configs: list[str], path: Path) -> None:
+def value_axis(values, lows, highs) -> tuple[str, float, float]:
+    """Scale and limits of a value axis that fits the data.
+
+    Every run is in view. An interval widens the axis only while it stays
+    within twice the data's own span (ten times its range on a log axis),
+    so one wide interval cannot squeeze the runs into a line; the axis of a
+    positive quantity never goes below zero, and is logarithmic when the
+    runs spread over more than a factor of ten.
+    """
+    values = [float(v) for v in values if math.isfinite(v)]
+    if not values:
+        return "linear", 0.0, 1.0
+    vmin, vmax = min(values), max(values)
+    lows = [v for v in lows if math.isfinite(v)]
+    highs = [v for v in highs if math.isfinite(v)] + [v for v in highs if v == math.inf]
+    positive = vmin > 0
+    if positive and vmax / vmin > 10:
+        low, high = vmin / 1.3, vmax * 1.3
+        if lows:
+            low = min(low, max(min(lows), vmin / 10))
+        if highs:
+            high = max(high, min(max(highs), vmax * 10))
+        return "log", low, high
+    span = (vmax - vmin) or abs(vmax) * 0.1 or 1.0
+    low, high = vmin - 0.1 * span, vmax + 0.1 * span
+    if lows:
+        low = min(low, max(min(lows), vmin - 2 * span))
+    if highs:
+        high = max(high, min(max(highs), vmax + 2 * span))
+    if positive:
+        low = max(low, 0.0)
+    return "linear", low, high
+
+
+def plot_points(m: Measure, configs: list[str], path: Path) -> tuple[str, float, float]:
+    """Each run as a point, and each configuration's mean with its 95% interval;
+    returns the value axis (scale, low, high)."""
     fig = Figure(figsize=(max(5.0, 1.1 * len(configs) + 2.5), 4.2), layout="constrained")
     ax = fig.subplots()
     reps = sorted(m.data["rep"].unique())
     colors = {r: f"C{i % 10}" for i, r in enumerate(reps)}
+    present = {s.config: s for s in m.comparison.summaries}
+    shown = [present[c] for c in configs if c in present and math.isfinite(present[c].ci_low)]
+    scale, low, high = value_axis(m.data["value"], [s.ci_low for s in shown], [s.ci_high for s in shown])
+    ax.set_yscale(scale)
+    ax.set_ylim(low, high)
     for i, config in enumerate(configs):
         rows = m.data[m.data["config"] == config]
         if not len(rows):
             continue
         offsets = np.linspace(-0.18, 0.18, len(rows)) if len(rows) > 1 else np.zeros(1)
         ax.scatter(i + offsets, rows["value"], s=16, c=[colors[r] for r in rows["rep"]], alpha=0.8, zorder=2)
-        s = m.comparison.summary(config)
-        if math.isfinite(s.ci_low):
-            ax.errorbar(i + 0.3, s.mean, yerr=[[s.mean - s.ci_low], [s.ci_high - s.mean]],
-                        fmt="D", color="black", capsize=5, zorder=3)
+        s = present[config]
+        if not math.isfinite(s.ci_low):
+            continue
+        x = i + 0.3
+        bottom, top = max(s.ci_low, low), min(s.ci_high, high)
+        ax.vlines(x, bottom, top, color="black", zorder=3)
+        ax.plot([x], [s.mean], "D", color="black", zorder=3)
+        # A bound beyond the axis: an arrow at the edge, and the bound written beside it.
+        for bound, edge, marker, inside in ((s.ci_low, low, "v", s.ci_low >= low),
+                                            (s.ci_high, high, "^", s.ci_high <= high)):
+            if inside:
+                ax.hlines(bound, x - 0.06, x + 0.06, color="black", zorder=3)
+            else:
+                ax.plot([x], [edge], marker, color="black", ms=6, zorder=3, clip_on=False)
+                ax.annotate("∞" if bound == math.inf else num(bound), (x, edge), xytext=(4, -10 if marker == "^" else 2),
+                            textcoords="offset points", fontsize="x-small", annotation_clip=False)
+    ax.set_xlim(-0.6, len(configs) - 0.3)
     ax.set_xticks(range(len(configs)), configs, rotation=20, ha="right")
     ax.set_ylabel(m.unit)
-    ax.set_title(f"{m.title}: runs (colour = repetition), mean and 95% CI")
+    _title(ax, fig, f"{m.title}: runs (colour = repetition), mean and 95% CI")
     ax.grid(axis="y", alpha=0.3)
     _save(fig, path)
+    return scale, low, high
 
 
 def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None:
@@ -372,10 +327,15 @@ def plot_drift(m: Measure, configs: list[str], per_rep: int, path: Path) -> None
         ax.axvline(boundary - 0.5, color="grey", lw=0.6, alpha=0.5)
     ax.set_xlabel("run order (grey lines: repetitions)")
     ax.set_ylabel(m.unit)
-    ax.set_title(f"{m.title} against run order")
+    _title(ax, fig, f"{m.title} against run order")
     fig.legend(fontsize="small", loc="outside lower center", ncols=min(3, max(1, len(configs))))
     ax.grid(alpha=0.3)
     _save(fig, path)
+
+
+def _title(ax, fig: Figure, text: str) -> None:
+    """A title wrapped to the figure's width (about 12 characters an inch at this size)."""
+    ax.set_title(textwrap.fill(text, width=int(fig.get_figwidth() * 12)), fontsize="medium")
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -436,42 +396,56 @@ def write_data(session, outdir: Path, analysis: Analysis | None = None) -> None:
     runs_table(session).to_csv(outdir / "runs.csv", index=False)
 
 
-def build(session, analysis: Analysis) -> list:
+def interruption(session) -> str:
+    """What stopped the session early, and which runs the tables use."""
+    planned = session.options.reps * session.runs_per_rep
+    done = len(session.runs)
+    complete = len(session.complete_runs())
+    how = ("**Killed** before it finished (this report was rebuilt from runs.jsonl and fio's JSON)"
+           if session.interrupted == "killed" else f"**Interrupted** by {session.interrupted}")
+    left = done - complete
+    return (f"{how} after {done} of {count(planned, 'planned run')}; the tables use the "
+            f"{count(complete // max(1, session.runs_per_rep), 'complete repetition')} only"
+            + (f" ({count(left, 'run')} of the unfinished repetition left out)." if left else "."))
+
+
+def build(session, analysis: Analysis) -> Document:
     meta = session.meta
     m = analysis.primary
     c = m.comparison
     configs = analysis.configs
-    blocks = [h(1, f"iolab bench: {meta['workload']} on {meta['device']}")]
+    doc = Document(f"iolab bench: {meta['workload']} on {meta['device']}")
     if session.interrupted:
-        blocks.append(p(f"**Interrupted** ({session.interrupted}) after {len(session.runs)} runs; "
-                        f"the tables use the complete repetitions only."))
-    blocks += [h(2, "Recommendation"), p(recommendation(session, analysis))]
+        doc.para(interruption(session))
+    doc.heading("Recommendation").para(recommendation(session, analysis))
     setup = [
         f"device: {meta['device']} — {meta['model']}; rotational {meta['rotational']}",
         f"kernel {meta['kernel']} ({meta['kernel_version']}); {meta['fio']}; {meta['cpus']} CPUs on {meta['host']}",
         f"workload {meta['workload']}: {meta['workload_summary']} — mirrors {meta['mirrors']}",
         f"job file {meta['job_file']}; parameters "
-        + (", ".join(f"{k}={v}" for k, v in meta["params"].items()) or "none"),
-        f"{meta['reps']} repetitions × {len(configs)} configurations × {len(meta['variants'])} variants, "
-        f"each repetition in a freshly shuffled order (seed {meta['seed']}); runtime {meta['runtime_s']} s, "
-        f"ramp {meta['ramp_s']} s; {meta['drop_caches']}",
+        + (", ".join(f"{k}={v}" for k, v in meta["params"].items()) or "none")
+        + ("; run under fio --readonly" if meta.get("readonly") else ""),
+        f"{count(meta['reps'], 'repetition')} × {count(len(configs), 'configuration')} × "
+        f"{count(len(meta['variants']), 'variant')}, each repetition in a freshly shuffled order "
+        f"(seed {meta['seed']}); runtime {meta['runtime_s']} s, ramp {meta['ramp_s']} s; {meta['drop_caches']}",
         f"preconditioned: {'yes' if meta.get('preconditioned') else 'no'}"
         + (f"; sandbox {meta['sandbox']['size_bytes'] // 2**20} MiB on {meta['sandbox']['backing_device']}"
            if "sandbox" in meta else ""),
         f"load average at start {meta['loadavg_start']}, at end {meta.get('loadavg_end', '-')}",
     ]
-    blocks += [h(2, "Setup"), items(setup)]
-    blocks += [h(2, f"Primary measure: {m.title} ({m.unit})"),
-               table(["configuration", "n", "mean", "σ", "CV", "95% CI", "vs best (Holm p)"],
-                     summary_rows(c)),
-               items(test_lines(c))]
+    doc.heading("Setup").bullets(setup)
+    doc.heading(f"Primary measure: {m.title} ({m.unit})")
+    doc.table(["configuration", "n", "mean", "σ", "CV", "95% CI", "vs best (Holm p)"], summary_rows(c))
+    doc.para("95% CI: the interval of the mean. For positive values it is computed on the log scale "
+             "(the modified Cox interval of a log-normal mean), so it stays above zero and is "
+             "asymmetric like the runs; otherwise Student's t.")
+    doc.bullets(test_lines(c))
     if c.pairs:
-        blocks += [h(3, "Pairwise comparisons (paired t-tests, Holm-corrected)"),
-                   table(["pair", "difference", "relative", "p", "p (Holm)", "significant"], pair_rows(c))]
-    blocks += [h(3, "Every run (as seed 004: one row per repetition, then mean and σ)"),
-               table(["repetition"] + configs, per_run_rows(m, configs)),
-               img("primary.png", "runs, means and 95% intervals"),
-               img("drift.png", "values against run order")]
+        doc.heading("Pairwise comparisons (paired t-tests, Holm-corrected)", 3)
+        doc.table(["pair", "difference", "relative", "p", "p (Holm)", "significant"], pair_rows(c))
+    doc.heading("Every run (as seed 004: one row per repetition, then mean and σ)", 3)
+    doc.table(["repetition"] + configs, per_run_rows(m, configs))
+    doc.image("primary.png", "runs, means and 95% intervals").image("drift.png", "values against run order")
     others = [x for x in analysis.measures if x is not m]
     if others:
         rows = []
@@ -482,24 +456,21 @@ def build(session, analysis: Analysis) -> list:
                          pval(x.family_p), pval(xc.rank_test.p) if xc.rank_test else "-"]
                         + [f"{num(means[cf].mean)} ± {num(means[cf].sd)}" if cf in means else "-"
                            for cf in configs])
-        blocks += [h(2, "All measures (mean ± σ)"),
-                   p(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
-                     f"over these {len(others)} measures, since among many tests at 5% some come out "
-                     f"significant by chance."),
-                   table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs,
-                         rows)]
-    blocks += iozone_blocks(session, analysis)
+        doc.heading("All measures (mean ± σ)")
+        doc.para(f"Each measure is tested on its own; the verdict uses the ANOVA p-value Holm-corrected "
+                 f"over these {len(others)} measures, since among many tests at 5% some come out "
+                 f"significant by chance.")
+        doc.table(["measure", "unit", "verdict", "ANOVA p", "ANOVA p (Holm)", "rank-test p"] + configs, rows)
+    iozone_section(doc, session, analysis)
     headers, rows = settings_rows(session)
-    blocks += [h(2, "Settings as read back from sysfs (first run of each configuration)"),
-               table(headers, rows)]
+    doc.heading("Settings as read back from sysfs (first run of each configuration)").table(headers, rows)
     defaults = meta.get("scheduler_defaults", {})
     if defaults:
-        blocks += [h(3, "Scheduler defaults on this kernel (right after switching)"),
-                   items([f"{name}: " + " ".join(f"{k}={v}" for k, v in d.items())
-                          for name, d in defaults.items()])]
+        doc.heading("Scheduler defaults on this kernel (right after switching)", 3)
+        doc.bullets([f"{name}: " + " ".join(f"{k}={v}" for k, v in d.items()) for name, d in defaults.items()])
     restore = session.restored + [f"NOT restored: {x}" for x in session.restore_problems]
-    blocks += [h(2, "Restore"), items(restore or ["nothing to restore"])]
-    return blocks
+    doc.heading("Restore").bullets(restore or ["nothing to restore"])
+    return doc
 
 
 def write(session, analysis: Analysis, outdir: Path) -> Path:
@@ -508,8 +479,5 @@ def write(session, analysis: Analysis, outdir: Path) -> Path:
     m = analysis.primary
     plot_points(m, analysis.configs, outdir / "primary.png")
     plot_drift(m, analysis.configs, session.runs_per_rep, outdir / "drift.png")
-    blocks = build(session, analysis)
-    title = f"iolab bench: {session.meta['workload']} on {session.meta['device']}"
-    (outdir / "report.md").write_text(to_markdown(blocks))
-    (outdir / "report.html").write_text(to_html(blocks, title))
-    return outdir / "report.md"
+    md, _ = build(session, analysis).write(outdir)
+    return md

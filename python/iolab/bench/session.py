@@ -20,7 +20,8 @@ Method (BENCH.md, "Practice that makes a comparison valid"):
 
 from __future__ import annotations
 
-import json
+import contextlib
+import math
 import os
 import platform
 import random
@@ -28,7 +29,7 @@ import signal
 import socket
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -37,8 +38,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.text import Text
 
 from iolab.bench import configs as cfg
-from iolab.bench import fio, safety, sandbox, statefile, sysfs
+from iolab.bench import fio, record, safety, sandbox, statefile, sysfs, workloads
 from iolab.bench.workloads import Target, Variant, Workload
+from iolab.bench.words import count
 from iolab.cli.errors import UserError
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -46,6 +48,10 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where the session is so it can clean up."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 @dataclass
@@ -84,6 +90,7 @@ class Run:
     facts: dict[str, str]
     metrics: dict[str, float]
     fio_json: str
+    fio_messages: list[str] = field(default_factory=list)  # what fio printed besides its JSON
 
 
 @dataclass
@@ -93,13 +100,24 @@ class Session:
     configs: list[cfg.Config]
     variants: list[Variant]
     runs: list[Run]
-    interrupted: str | None = None
+    interrupted: str | None = None  # what stopped it early: "Ctrl-C", "SIGTERM", "SIGHUP", "killed"
     restored: list[str] = field(default_factory=list)
     restore_problems: list[str] = field(default_factory=list)
+    signum: int | None = None  # the signal that stopped it (the exit status is 128 + signum)
 
     @property
     def runs_per_rep(self) -> int:
         return len(self.configs) * len(self.variants)
+
+    def complete_runs(self) -> list[Run]:
+        """The runs of the repetitions that ran every (configuration, variant)
+        unit: an interrupted or killed session's last repetition is partial,
+        and a partial repetition would favour the units that happened to run."""
+        per_rep = self.runs_per_rep
+        counts: dict[int, int] = {}
+        for r in self.runs:
+            counts[r.rep] = counts.get(r.rep, 0) + 1
+        return [r for r in self.runs if counts[r.rep] == per_rep]
 
 
 class RateColumn(ProgressColumn):
@@ -110,34 +128,6 @@ class RateColumn(ProgressColumn):
         return Text("-- runs/min" if speed is None else f"{speed * 60:.1f} runs/min")
 
 
-def load(outdir: Path) -> Session:
-    """A finished session read back from its ``runs.json`` (for ``iolab bench --report``)."""
-    from iolab.bench import workloads
-
-    path = outdir / "runs.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {path}: {e}") from None
-    meta = doc["meta"]
-    try:
-        workload = workloads.get(meta["workload"])
-    except UserError:
-        workload = workloads.custom(meta["job_file"])
-    opts = Options(workload=workload, reps=meta["reps"], runtime=meta["runtime_s"], ramp=meta["ramp_s"],
-                   outdir=outdir)
-    configs = [cfg.Config(label.split()[0], name=label) for label in meta["configs"]]
-    variants = []
-    for v in meta["variants"]:
-        if isinstance(v, str):  # written by the first version: the label only
-            params = {**meta.get("params", {}), **dict(w.split("=", 1) for w in v.split())}
-            v = {"label": v, "params": params}
-        variants.append(Variant(v["label"], v["params"]))
-    runs = [Run(**r) for r in doc["runs"]]
-    return Session(opts, meta, configs, variants, runs, interrupted=doc.get("interrupted"),
-                   restored=doc.get("restored", []), restore_problems=doc.get("restore_problems", []))
-
-
 def drop_caches() -> None:
     """``sync; echo 3 > /proc/sys/vm/drop_caches``."""
     os.sync()
@@ -145,7 +135,7 @@ def drop_caches() -> None:
 
 
 def _on_signal(signum, frame):
-    raise Interrupted(f"stopped by {signal.Signals(signum).name}")
+    raise Interrupted(signum)
 
 
 def _backing_device(path: Path) -> str:
@@ -192,6 +182,23 @@ def plan(configs: list[cfg.Config], variants: list[Variant], reps: int,
     return out
 
 
+# A session's bounds: beyond them a run is a typing mistake, not a plan (a
+# billion repetitions started measuring, with an ETA of centuries).
+MAX_REPS = 10_000
+MAX_RUNS = 100_000
+MAX_SECONDS = 86_400.0  # one fio job's --runtime or --ramp
+
+
+def check_limits(reps: int, runtime: float, ramp: float) -> None:
+    """Refuses repetitions and times that cannot make a session."""
+    if not 1 <= reps <= MAX_REPS:
+        raise UserError(f"--reps {reps}: expected 1 to {MAX_REPS:,}")
+    if not (math.isfinite(runtime) and 0 < runtime <= MAX_SECONDS):
+        raise UserError(f"--runtime {runtime:g}: expected seconds above 0 and at most {MAX_SECONDS:g} (a day)")
+    if not (math.isfinite(ramp) and 0 <= ramp <= MAX_SECONDS):
+        raise UserError(f"--ramp {ramp:g}: expected seconds from 0 to {MAX_SECONDS:g} (a day)")
+
+
 def run(opts: Options, console: Console | None = None) -> Session:
     """Runs a session; returns its runs (also when interrupted) after restoring the device."""
     console = console or Console(stderr=True)
@@ -200,10 +207,7 @@ def run(opts: Options, console: Console | None = None) -> Session:
     workload = opts.workload
     variants = workload.variants(opts.params)
     writes = workload.writes or workload.needs_fs
-    if opts.reps < 1:
-        raise UserError("--reps must be at least 1")
-    if opts.runtime <= 0 or opts.ramp < 0:
-        raise UserError("--runtime must be positive and --ramp not negative")
+    check_limits(opts.reps, opts.runtime, opts.ramp)
     dev = None
     if opts.device:
         dev = sysfs.resolve(opts.device)
@@ -216,11 +220,18 @@ def run(opts: Options, console: Console | None = None) -> Session:
                 f"{dev.path} is held by another bench session ({other}); if none is running, "
                 f"run `iolab bench --restore` first"
             )
-    if not workload.jobfile.is_file():
+    if workload.text is None and not workload.jobfile.is_file():
         raise UserError(f"the job file {workload.jobfile} is missing")
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2**31)
     outdir = opts.outdir
-    (outdir / "fio").mkdir(parents=True, exist_ok=True)
+    if outdir.exists() and not outdir.is_dir():
+        raise UserError(f"-o {outdir}: not a directory")
+    if record.holds_session(outdir):
+        raise UserError(f"-o {outdir} already holds a bench session (runs.jsonl or runs.json); "
+                        f"choose another -o, or remove it to measure again")
+    # Directories this session makes; removed again if it ends before a run finished.
+    fresh = [d for d in (outdir, *outdir.parents, *((opts.loop_dir, *opts.loop_dir.parents) if opts.loop_dir else ()))
+             if not d.exists()]
 
     journal = statefile.Journal.begin(opts.state_dir)
     handlers = {s: signal.signal(s, _on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
@@ -251,11 +262,14 @@ def run(opts: Options, console: Console | None = None) -> Session:
         session.meta = meta
         meta["region_bytes"] = size
         total = opts.reps * len(configs) * len(variants)
+        if total > MAX_RUNS:
+            raise UserError(f"{count(len(configs), 'configuration')} x {count(len(variants), 'variant')} x "
+                            f"{count(opts.reps, 'repetition')} = {total:,} runs, more than {MAX_RUNS:,}")
         seconds = total * workload.seconds_per_run(opts.runtime, opts.ramp)
         estimate = f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
-        console.print(f"iolab bench: {workload.name} on {dev.path}: {len(configs)} configurations x "
-                      f"{len(variants)} variants x {opts.reps} repetitions = {total} runs, "
-                      f"about {estimate}", soft_wrap=True)
+        console.print(f"iolab bench: {workload.name} on {dev.path}: {count(len(configs), 'configuration')} x "
+                      f"{count(len(variants), 'variant')} x {count(opts.reps, 'repetition')} = "
+                      f"{count(total, 'run')}, about {estimate}", soft_wrap=True)
         if journal.data.get("loop") or (writes and opts.destroy_data):
             console.print(f"preconditioning {dev.path} ({size // 2**20} MiB written once)", soft_wrap=True)
             sandbox.precondition(fio_path, dev.path, size)
@@ -271,7 +285,8 @@ def run(opts: Options, console: Console | None = None) -> Session:
         target = Target(device=dev.path, size=size, directory=directory)
         _measure(session, dev, offered, target, fio_path, seed, console)
     except KeyboardInterrupt as e:
-        session.interrupted = str(e) or "interrupted (Ctrl-C)"
+        session.signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        session.interrupted = "Ctrl-C" if session.signum == signal.SIGINT else signal.Signals(session.signum).name
     finally:
         handlers[signal.SIGINT] = signal.getsignal(signal.SIGINT)
         for s in handlers:
@@ -284,11 +299,24 @@ def run(opts: Options, console: Console | None = None) -> Session:
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
+            if not session.runs:
+                _remove_empty(fresh)
     session.meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     session.meta["loadavg_end"] = _loadavg()
     if "sandbox" in session.meta:
         session.meta["sandbox"]["removed"] = not Path(session.meta["sandbox"]["backing_file"]).exists()
     return session
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Removes the directories a session made and left empty (deepest first)."""
+    for d in sorted(set(dirs), key=lambda d: len(d.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            if (d / "fio").is_dir():
+                (d / "fio").rmdir()  # only when empty: a failed run's fio output is kept
+            for name in (record.LOG, "job.fio"):
+                (d / name).unlink(missing_ok=True)
+            d.rmdir()
 
 
 def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], target: Target,
@@ -302,11 +330,15 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
     facts = sysfs.describe(dev)
     timeout = workload.seconds_per_run(opts.runtime, opts.ramp) * 5 + 120
     total = sum(len(r) for r in schedule)
-    runs_file = opts.outdir / "runs.jsonl"
+    (opts.outdir / "fio").mkdir(parents=True, exist_ok=True)
+    if workload.text is not None:  # the --fio job as checked and run
+        (opts.outdir / "job.fio").write_text(workload.text)
+    readonly = not (workload.writes or workload.needs_fs)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
-    with open(runs_file, "w") as log, Progress(*columns, console=console,
-                                               disable=not opts.progress, transient=False) as bar:
+    with record.start_log(opts.outdir, session.meta) as log, Progress(*columns, console=console,
+                                                                      disable=not opts.progress,
+                                                                      transient=False) as bar:
         task = bar.add_task("starting", total=total)
         index = 0
         warned = False
@@ -320,22 +352,24 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
                 out = opts.outdir / "fio" / f"run-{index:04d}.json"
                 started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 t0 = time.monotonic()
-                result = fio.run(fio_path, workload.jobfile, env, out, timeout)
-                record = Run(
+                result = fio.run(fio_path, workload.jobfile, env, out, timeout, readonly=readonly,
+                                 text=workload.text)
+                run = Run(
                     run=index, rep=rep, slot=slot, config=config.label, variant=variant.label,
                     started=started, seconds=round(time.monotonic() - t0, 3), settings=settings,
                     facts=facts, metrics=fio.metrics(result), fio_json=str(out.relative_to(opts.outdir)),
+                    fio_messages=list(result.messages),
                 )
-                missing = [k for k in workload.primary if "*" not in k and k not in record.metrics]
-                if missing and not warned:
+                measured = workloads.expand(workload.primary, run.metrics)
+                if not measured and not warned:
                     warned = True
+                    said = f" fio said: {fio.reason(result.messages)}." if result.messages else ""
                     bar.console.print(
-                        f"warning: run {index} measured no {', '.join(missing)}: nothing was left to "
-                        f"measure after the ramp time? (a larger device or a smaller --ramp helps)",
-                        soft_wrap=True)
-                session.runs.append(record)
-                log.write(json.dumps(asdict(record)) + "\n")
-                log.flush()
+                        f"warning: run {index} measured none of {', '.join(workload.primary)}: nothing "
+                        f"was left to measure after the ramp time? (a larger device or a smaller --ramp "
+                        f"helps){said}", soft_wrap=True)
+                session.runs.append(run)
+                record.append(log, run)
                 index += 1
                 bar.advance(task)
         bar.update(task, description="done")
@@ -370,7 +404,9 @@ def _meta(opts: Options, dev: sysfs.BlockDevice, workload: Workload, variants: l
         "workload_summary": workload.summary,
         "mirrors": workload.mirrors,
         "job_file": str(workload.jobfile),
+        "builtin": workload.path is None,
         "writes": workload.writes,
+        "readonly": not (workload.writes or workload.needs_fs),
         "params": {**workload.params, **opts.params},
         "variants": [{"label": v.label, "params": v.params} for v in variants],
         "configs": [c.label for c in configs],

@@ -7,7 +7,10 @@ runs faster or slower (other tenants of the machine, the host's cache)
 touches all configurations alike and is removed by comparing within blocks.
 
 - Per configuration (:func:`summarize`): n, mean, standard deviation,
-  coefficient of variation, and a 95% Student-t confidence interval.
+  coefficient of variation, and a 95% confidence interval of the mean
+  (:func:`mean_interval`). Throughputs and latencies are positive and
+  skewed to the right, so for positive data the interval is computed on
+  the log scale and cannot go below zero; otherwise it is Student's t.
 - Across configurations (:func:`compare`):
 
   * a blocked ANOVA (``value ~ C(config) + C(rep)``, statsmodels OLS and
@@ -133,6 +136,37 @@ def _quiet():
         yield
 
 
+def mean_interval(x: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """A confidence interval of the mean of ``x`` (at least two values).
+
+    Positive data: the modified Cox interval for the mean of a log-normal
+    sample (Olsson, "Confidence intervals for the mean of a log-normal
+    distribution", J. Statistics Education 13(1), 2005): with ``y = log x``,
+    ``exp(mean(y) + s2/2 +- t(n-1) * sqrt(s2/n + s2^2 / (2 (n-1))))``, where
+    ``s2`` is the sample variance of ``y``. It is positive, asymmetric like
+    the data, and close to Student's t when the spread is small. Its upper
+    end is infinite when ``exp`` overflows (a few runs spread over many
+    orders of magnitude). Data with a zero or negative value: Student's t.
+    """
+    n = len(x)
+    mean = float(np.mean(x))
+    if float(np.std(x)) == 0:
+        return mean, mean
+    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    if np.all(x > 0):
+        y = np.log(x)
+        s2 = float(np.var(y, ddof=1))
+        centre = float(np.mean(y)) + s2 / 2
+        half = t * math.sqrt(s2 / n + s2 * s2 / (2 * (n - 1)))
+        return _exp(centre - half), _exp(centre + half)
+    low, high = sps.t.interval(confidence, n - 1, loc=mean, scale=sps.sem(x))
+    return float(low), float(high)
+
+
+def _exp(v: float) -> float:
+    return math.exp(v) if v < 709 else math.inf
+
+
 def summarize(config: str, values) -> Summary:
     x = np.asarray(list(values), dtype=float)
     n = len(x)
@@ -141,13 +175,11 @@ def summarize(config: str, values) -> Summary:
     mean = float(np.mean(x))
     if n < 2:
         return Summary(config, 1, mean, math.nan, math.nan, math.nan, math.nan)
-    sd = float(np.std(x, ddof=1))
-    cv = float(sps.variation(x, ddof=1)) if mean != 0 else math.nan
-    if sd == 0:
-        low = high = mean
-    else:
-        low, high = sps.t.interval(CONFIDENCE, n - 1, loc=mean, scale=sps.sem(x))
-    return Summary(config, n, mean, sd, cv, float(low), float(high))
+    with _quiet():  # values near the float range overflow to inf, which the tables show as such
+        sd = float(np.std(x, ddof=1))
+        cv = float(sps.variation(x, ddof=1)) if mean != 0 else math.nan
+        low, high = mean_interval(x)
+    return Summary(config, n, mean, sd, cv, low, high)
 
 
 def _blocked_anova(long: pd.DataFrame) -> tuple[Test | None, float]:

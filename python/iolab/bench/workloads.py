@@ -1,6 +1,7 @@
 """The built-in workloads: a table of fio jobs and what each needs.
 
-Each workload is a numbered fio job file in ``bench/jobs/`` (its comment says
+Each workload is a numbered fio job file in ``jobs/`` beside this module
+(installed with the package as package data; its comment says
 what it mirrors and which variables iolab sets) plus a row of
 :data:`WORKLOADS` that lists its requirements -- does it write, does it need
 a file system -- its parameters, and the measures the report analyses.
@@ -9,7 +10,9 @@ Every job names its target only through ``${IOLAB_DEV}`` (the block device)
 or ``${IOLAB_DIR}`` (a file system iolab made on it); fio expands these from
 the environment :meth:`Workload.env` builds. A job file given with ``--fio``
 must do the same (:func:`custom` checks it), so no workload can reach a
-device the user did not name.
+device the user did not name. Whether a job writes is decided by fio itself
+(``--parse-only --readonly``), and a read-only workload always runs under
+fio's ``--readonly``, which makes fio refuse every write and trim.
 
 A measure is a metric key ``JOB.DIR.STAT`` of :func:`iolab.bench.fio.metrics`.
 The *primary* measures are what the recommendation ranks by: when there are
@@ -22,12 +25,16 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from iolab.bench.sandbox import parse_size
 from iolab.cli.errors import UserError
 
-JOBS_DIR = Path(__file__).resolve().parents[3] / "bench" / "jobs"
+# The job files are package data. The package holds a compiled module, so it
+# is always installed as files (never imported from a zip) and this is a real
+# directory, in a wheel's install as in the source tree.
+JOBS_DIR = Path(str(resources.files("iolab.bench").joinpath("jobs")))
 
 ALIGN = 2**20  # regions handed to jobs are whole MiB
 
@@ -69,6 +76,7 @@ class Workload:
     params: dict[str, str] = field(default_factory=dict)
     sections: int = 1  # timed fio jobs run one after the other (for the estimate)
     path: Path | None = None  # a --fio job file
+    text: str | None = None   # its text as checked, which is what runs (see session.run)
 
     @property
     def jobfile(self) -> Path:
@@ -210,56 +218,29 @@ def get(name: str) -> Workload:
     raise UserError(f"unknown workload {name!r}; choose one of: {', '.join(w.name for w in WORKLOADS)}")
 
 
-_ASSIGN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-_WRITES = re.compile(r"write|trim|^rw$|^randrw$|^readwrite$")
-_ALLOWED_TARGETS = {"filename": "${IOLAB_DEV}", "directory": "${IOLAB_DIR}"}
-
-
 def custom(path: str) -> Workload:
-    """A workload from the user's job file, after checking where it does I/O.
+    """A workload from the user's job file, after the checks of :mod:`iolab.bench.userjob`.
 
-    The file must name its target as ``filename=${IOLAB_DEV}`` or
-    ``directory=${IOLAB_DIR}`` and nothing else, and may not ``include``
-    other files; ``rw``/``readwrite`` values that write make it a writing
-    workload (with the safety checks that implies).
+    fio decides whether it writes (a writing workload gets the safety checks
+    that implies); the text checked is the text run (:attr:`Workload.text`).
     """
+    from iolab.bench import fio, userjob
+
+    text = userjob.read(path)
+    sections, needs_fs = userjob.check_text(path, text)
     jobfile = Path(path)
-    try:
-        text = jobfile.read_text()
-    except OSError as e:
-        raise UserError(f"--fio {path}: {e.strerror}") from None
-    writes = False
-    targets = set()
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split(";", 1)[0].split("#", 1)[0]
-        if line.strip().startswith("include "):
-            raise UserError(f"{path}:{number}: iolab does not run job files that include others")
-        m = _ASSIGN.match(line)
-        if not m:
-            continue
-        key, value = m.group(1).lower(), m.group(2)
-        if key in _ALLOWED_TARGETS:
-            if value != _ALLOWED_TARGETS[key]:
-                raise UserError(
-                    f"{path}:{number}: {key}={value}: a job for iolab names its target only as "
-                    f"{key}={_ALLOWED_TARGETS[key]} (iolab never touches a device you did not name)"
-                )
-            targets.add(key)
-        elif key in ("rw", "readwrite") and _WRITES.search(value.split(":", 1)[0]):
-            writes = True
-    if not targets:
-        raise UserError(f"{path}: the job must say filename=${{IOLAB_DEV}} or directory=${{IOLAB_DIR}}")
     return Workload(
         name=jobfile.stem,
         job=jobfile.name,
         summary=f"the job file {jobfile}",
         mirrors="user's job",
-        writes=writes,
-        needs_fs="directory" in targets,
+        writes=userjob.writes(fio.find_fio(), path, text),
+        needs_fs=needs_fs,
         measures=("*.bw",),
         primary=("*.bw",),
         path=jobfile.resolve(),
-        sections=max(1, len(re.findall(r"^\s*\[(?!global\])", text, re.M))),
+        sections=len(sections),
+        text=text,
     )
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import argparse
 from pathlib import Path
 
 from rich.console import Console
 
+from iolab.bench.words import count
 from iolab.cli.errors import UserError
 
 EXAMPLES = """\
@@ -61,7 +64,8 @@ def register(subparsers) -> None:
     p.add_argument("--reps", type=int, default=3, metavar="N", help="repetitions (default 3)")
     p.add_argument("--runtime", type=float, default=5.0, metavar="S", help="seconds per fio job (default 5)")
     p.add_argument("--ramp", type=float, default=1.0, metavar="S", help="warm-up seconds (default 1)")
-    p.add_argument("-o", "--output", default="bench-out", metavar="DIR", help="output directory")
+    p.add_argument("-o", "--output", default="bench-out", metavar="DIR",
+                   help="output directory; must not hold another session (default: bench-out)")
     p.add_argument("--destroy-data", action="store_true",
                    help="allow a writing workload on a device that holds a file system or partitions")
     p.add_argument("--seed", type=int, help="seed of the run order (default: random, recorded)")
@@ -113,17 +117,36 @@ def _restore(console: Console) -> int:
 
 
 def _report_again(outdir: Path, detect: float, out: Console) -> int:
-    from iolab.bench import analysis as an
-    from iolab.bench import report, session
+    from iolab.bench import record
 
-    result = session.load(outdir)
+    result = record.load(outdir)
     if not result.runs:
         raise UserError(f"{outdir} holds no runs to analyse")
-    analysis = an.analyse(result, detect=detect)
+    return _write_report(result, outdir, detect, out)
+
+
+def _write_report(result, outdir: Path, detect: float, out: Console) -> int:
+    """Writes the data and, when there is something to compare, the report."""
+    # Imported late: pandas, scipy and statsmodels take seconds to load, and a
+    # refusal or a restore needs none of them.
+    from iolab.bench import analysis as an
+    from iolab.bench import report
+
+    try:
+        analysis = an.analyse(result, detect=detect)
+    except an.NothingToCompare:
+        report.write_data(result, outdir)
+        raise
     path = report.write(result, analysis, outdir)
     out.print(report.recommendation(result, analysis), soft_wrap=True)
-    out.print(f"report: {path}")
+    out.print(f"report: {path} (and report.html, runs.json, runs.csv)")
     return 0
+
+
+def _region(size: int) -> int:
+    if size < 2**20:
+        raise UserError(f"--size {size}: expected at least 1M (0 is not \"the whole device\"; leave --size out)")
+    return size
 
 
 def run(args) -> int:
@@ -136,12 +159,18 @@ def run(args) -> int:
 
     from iolab.bench import configs, session, workloads
 
+    if not (math.isfinite(args.detect) and 0 < args.detect <= 1000):
+        raise UserError(f"--detect {args.detect:g}: expected a percentage above 0 and at most 1000")
     if args.report:
         return _report_again(Path(args.report), args.detect / 100, out)
     from iolab.bench.sandbox import parse_size
 
-    if args.detect <= 0:
-        raise UserError("--detect must be a positive percentage")
+    session.check_limits(args.reps, args.runtime, args.ramp)
+    if args.schedulers is not None and not args.schedulers.strip():
+        raise UserError("--schedulers is empty: name at least one, e.g. --schedulers none,bfq")
+    for flag, value in (("--loop-dir", args.loop_dir), ("-o", args.output)):
+        if value and Path(value).exists() and not Path(value).is_dir():
+            raise UserError(f"{flag} {value}: not a directory")
     if not args.device and not args.loop:
         raise UserError("name a target: --device DEV (a whole disk) or --loop SIZE (a sandbox)")
     workload = workloads.custom(args.fio) if args.fio else workloads.get(args.workload or workloads.DEFAULT_WORKLOAD)
@@ -150,7 +179,7 @@ def run(args) -> int:
         device=args.device,
         loop_size=parse_size(args.loop) if args.loop else None,
         loop_dir=Path(args.loop_dir) if args.loop_dir else None,
-        size=parse_size(args.size) if args.size else None,
+        size=_region(parse_size(args.size)) if args.size is not None else None,
         schedulers=[s.strip() for s in args.schedulers.split(",") if s.strip()] if args.schedulers else None,
         grid=configs.parse_grid(args.tunables),
         explicit=[configs.parse_config(c) for c in args.config],
@@ -168,19 +197,16 @@ def run(args) -> int:
         console.print(f"restore: {line}")
     for line in result.restore_problems:
         console.print(f"[red]restore failed:[/red] {line} -- fix it, then run `iolab bench --restore`")
-    # Imported late: pandas, scipy and statsmodels take seconds to load, and a
-    # refusal or a restore needs none of them.
-    from iolab.bench import analysis as an
-    from iolab.bench import report
-
+    code = 1 if result.restore_problems else 0
     if result.runs:
-        analysis = an.analyse(result, detect=args.detect / 100)
-        path = report.write(result, analysis, opts.outdir)
-        out.print(report.recommendation(result, analysis), soft_wrap=True)
-        out.print(f"report: {path} (and report.html, runs.json, runs.csv)")
-    else:
-        report.write_data(result, opts.outdir)
+        try:
+            _write_report(result, opts.outdir, args.detect / 100, out)
+        except UserError as e:
+            if not result.interrupted:
+                raise
+            console.print(f"iolab: {e}")
     if result.interrupted:
-        console.print(f"iolab: {result.interrupted}; {len(result.runs)} runs kept in {opts.outdir}")
-        return 130
-    return 1 if result.restore_problems else 0
+        kept = f"{count(len(result.runs), 'run')} kept in {opts.outdir}" if result.runs else "no run finished"
+        console.print(f"iolab: interrupted by {result.interrupted}; {kept}")
+        return 128 + int(result.signum or 2)
+    return code

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -70,6 +71,9 @@ def _disk_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         raise UserError("give the disk to emulate: --disk NAME (hp97560, modern7200, fixed) or --diskspecs FILE")
     if args.fixed_ms is not None and args.disk != "fixed":
         raise UserError("--fixed-ms is the service time of --disk fixed")
+    # 1 ns to 1000 s: below, the time rounds to 0 ns (--zero-latency is that); above, no client waits.
+    if args.fixed_ms is not None and not (math.isfinite(args.fixed_ms) and 1e-6 <= args.fixed_ms <= 1e6):
+        raise UserError(f"--fixed-ms {args.fixed_ms:g}: expected 1e-06 (1 ns) to 1e+06 ms")
     if args.diskspecs and not os.path.isfile(args.diskspecs):
         raise UserError(f"--diskspecs {args.diskspecs}: no such file")
     return {"preset": args.disk, "diskspecs": args.diskspecs, "fixed_ms": args.fixed_ms}
@@ -190,7 +194,10 @@ def _check(args: argparse.Namespace) -> int:
 
     if not os.path.isfile(args.check):
         raise UserError(f"--check {args.check}: no such file")
-    r = check_log(args.check)
+    try:
+        r = check_log(args.check)
+    except UnicodeDecodeError as e:
+        raise UserError(f"--check {args.check}: not a request log (not UTF-8 text at byte {e.start})") from None
     s = r.summary
     print(f"log {s['log']}: {s['disk']}")
     ops = ", ".join(f"{n} {op}" for op, n in s["by_op"].items()) or "none"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 from typing import Any
@@ -65,8 +66,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for name in ("max_size", "max_recipients", "max_line", "max_connections", "delivery_concurrency",
                  "max_in_flight", "max_attempts"):
         v = getattr(args, name)
-        if v is not None and v <= 0:
-            raise UserError(f"--{name.replace('_', '-')}: must be positive, got {v}")
+        if v is not None and not 0 < v < 2**32:
+            raise UserError(f"--{name.replace('_', '-')}: expected 1 to {2**32 - 1}, got {v}")
+    for name in ("idle_timeout", "data_timeout", "drain_timeout", "retry_base", "retry_max"):
+        v = getattr(args, name)
+        if v is not None and not (math.isfinite(v) and 0 < v <= 1e6):
+            raise UserError(f"--{name.replace('_', '-')} {v:g}: expected seconds above 0 and at most 1e6")
     server = server_from_args(args)
     stopped_by: list[int] = []
 

@@ -326,6 +326,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if p not in all_peers:
             raise UserError(f"--peers: unknown peer '{p}'; expected one of: {', '.join(all_peers)}")
     peers = [p for p in all_peers if p in peers]
+    if args.dir and os.path.exists(args.dir) and not os.path.isdir(args.dir):
+        raise UserError(f"--dir {args.dir}: not a directory")
     if PERSIST_QUEUE in peers and not _have_persist_queue():
         print(f"note: {PERSIST_QUEUE} is not installed (pip install persist-queue); its rows are skipped")
         peers = [p for p in peers if p != PERSIST_QUEUE]

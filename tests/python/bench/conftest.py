@@ -31,7 +31,7 @@ class Loops:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self.devices: list[str] = []
+        self.devices: list[tuple[str, Path]] = []
         self.mounts: list[Path] = []
 
     def make(self, size: int = 64 * MiB, fill: bool = False) -> str:
@@ -42,7 +42,7 @@ class Loops:
             else:
                 f.truncate(size)
         dev = _losetup("--find", "--show", "--direct-io=on", str(backing))
-        self.devices.append(dev)
+        self.devices.append((dev, backing))
         return dev
 
     def mount_fs(self, device: str, mnt: Path) -> None:
@@ -54,8 +54,10 @@ class Loops:
     def cleanup(self) -> None:
         for mnt in self.mounts:
             subprocess.run(["umount", str(mnt)], capture_output=True)
-        for dev in self.devices:
-            subprocess.run(["losetup", "--detach", dev], capture_output=True)
+        for dev, backing in self.devices:
+            # Only while it is still ours: a device a test detached may since be another test's.
+            if os.path.realpath(sandbox.loop_backing_file(dev) or "") == os.path.realpath(backing):
+                subprocess.run(["losetup", "--detach", dev], capture_output=True)
 
 
 @pytest.fixture

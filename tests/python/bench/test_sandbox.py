@@ -28,7 +28,7 @@ def test_sandbox_lifecycle_and_detach_checks_the_backing_file(loops, tmp_path):
     backing = tmp_path / "sandbox.img"
     sandbox.create_backing_file(backing, 32 * MiB)
     device = sandbox.attach(backing)
-    loops.devices.append(device)  # detached by the fixture if the test fails
+    loops.devices.append((device, backing))  # detached by the fixture if the test fails
     assert sandbox.loop_backing_file(device) == str(backing)
     assert not sandbox.detach(device, tmp_path / "other.img")  # not ours: left alone
     assert sandbox.loop_backing_file(device) == str(backing)

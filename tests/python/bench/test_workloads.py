@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from iolab.bench import fio, sandbox, workloads
+from iolab.bench import fio, sandbox, userjob, workloads
 from iolab.bench.workloads import JOBS_DIR, WORKLOADS, Target
 from iolab.cli.errors import UserError
 
@@ -24,12 +24,13 @@ def test_job_files_are_numbered_and_each_is_in_the_table():
 
 @pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
 def test_table_agrees_with_the_job_file(w):
-    checked = workloads.custom(str(w.jobfile))  # the same checks a user's --fio file gets
-    assert checked.writes == w.writes
-    assert checked.needs_fs == w.needs_fs
-    text = w.jobfile.read_text()
+    env = w.env(w.variants()[0], Target("/dev/x", 64 * MiB, "/mnt/x"), 1.0, 0.5)
+    text = userjob.read(str(w.jobfile))
+    # The checks a user's --fio file gets, with the job's parameters among the variables it may read.
+    sections, needs_fs = userjob.check_text(str(w.jobfile), text, variables=tuple(env))
+    assert needs_fs == w.needs_fs and len(sections) >= w.sections
+    assert userjob.writes(shutil.which("fio"), str(w.jobfile), text, env) == w.writes
     for name in re.findall(r"\$\{(IOLAB_[A-Z]+)\}", text):
-        env = w.env(w.variants()[0], Target("/dev/x", 64 * MiB, "/mnt/x"), 1.0, 0.5)
         assert name in env, f"{w.job} reads {name}, which iolab does not set"
     proc = subprocess.run([shutil.which("fio"), "--parse-only", str(w.jobfile)],
                           env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
