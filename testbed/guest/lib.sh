@@ -1,0 +1,93 @@
+# Helpers for the guest's jobs (busybox ash; sourced by job.sh).
+# Results go under /share (the host's run directory); failures are
+# collected in /share/failures, one line each, and make the run fail.
+
+FIO_ROOT=/tools
+FIO_LIBS=$FIO_ROOT/lib/x86_64-linux-gnu:$FIO_ROOT/usr/lib/x86_64-linux-gnu:$FIO_ROOT/usr/lib/x86_64-linux-gnu/ceph
+
+log() { echo "[guest $(cut -d' ' -f1 /proc/uptime)] $*"; }
+fail() {
+    echo "$*" >>/share/failures
+    log "FAIL: $*"
+}
+
+# Run the host's fio without a chroot: its own loader and libraries.
+fio() {
+    "$FIO_ROOT/lib64/ld-linux-x86-64.so.2" --library-path "$FIO_LIBS" \
+        "$FIO_ROOT/usr/bin/fio" "$@"
+}
+
+# insmod one of the initramfs's modules (or a path) with parameters.
+load() {
+    local m=$1
+    shift
+    case $m in
+    */*) insmod "$m" "$@" ;;
+    *) grep -qx "$(echo "$m" | tr - _)" /proc/modules.names 2>/dev/null ||
+        insmod "/lib/modules/$m.ko" "$@" ;;
+    esac
+}
+
+sched_of() { sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$1/queue/scheduler"; }
+
+# Switch DEV to SCHED, then raise nr_requests (a switch resets it, and
+# writing it fails under none), so the elevator, not the tag pool, orders.
+set_sched() {
+    local dev=$1 s=$2 nr=${3:-64}
+    if ! echo "$s" >"/sys/block/$dev/queue/scheduler"; then
+        fail "cannot switch $dev to $s"
+        return 1
+    fi
+    [ "$(sched_of "$dev")" = "$s" ] || { fail "$dev shows $(sched_of "$dev"), not $s"; return 1; }
+    if [ "$s" != none ]; then
+        echo "$nr" >"/sys/block/$dev/queue/nr_requests" || fail "nr_requests=$nr refused under $s"
+    fi
+}
+
+# The module's counters as "key value" lines (empty for other elevators).
+stats_of() {
+    local f=/sys/block/$1/queue/iosched/stats
+    [ -r "$f" ] && cat "$f"
+}
+
+stat_val() { # stats-text key
+    echo "$1" | awk -v k="$2" '$1 == k { print $2 }'
+}
+
+# A-T = A-S + A-F in one snapshot; at rest also dispatched = completed
+# (+ requeued) and nothing queued or in flight.
+check_stats() { # dev label [rest]
+    local s t ok f
+    s=$(stats_of "$1") || return 0
+    [ -n "$s" ] || return 0
+    t=$(stat_val "$s" antic_started)
+    ok=$(stat_val "$s" antic_succeeded)
+    f=$(stat_val "$s" antic_failed)
+    [ "$t" -eq $((ok + f)) ] || fail "$2: A-T $t != A-S $ok + A-F $f"
+    if [ "${3:-}" = rest ]; then
+        local d c r q i
+        d=$(stat_val "$s" dispatched)
+        c=$(stat_val "$s" completed)
+        r=$(stat_val "$s" requeued)
+        q=$(stat_val "$s" queued)
+        i=$(stat_val "$s" in_flight)
+        [ "$d" -eq $((c + r)) ] || fail "$2: at rest dispatched $d != completed $c + requeued $r"
+        [ "$q" -eq 0 ] && [ "$i" -eq 0 ] || fail "$2: at rest queued $q, in flight $i"
+    fi
+}
+
+# Any warning, bug, oops, lockdep report or hung task fails the run.
+BAD_DMESG='WARNING:|BUG:|Oops|general protection|Call Trace|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|hung_task|blocked for more than|soft lockup|hard LOCKUP|INFO: rcu|RCU stall|KASAN|UBSAN|kernel BUG|refcount_t:|list_add corruption|list_del corruption|stack-protector|segfault'
+
+check_dmesg() {
+    if dmesg | grep -E "$BAD_DMESG" >/tmp/bad-dmesg; then
+        fail "dmesg: $(head -3 /tmp/bad-dmesg | tr '\n' '|')"
+    fi
+}
+
+# Make the kernel's own watchdogs report quickly in short runs.
+watchdogs_on() {
+    echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+    echo 1 >/proc/sys/kernel/hung_task_panic 2>/dev/null || true
+    echo 0 >/proc/sys/kernel/hung_task_panic 2>/dev/null
+}

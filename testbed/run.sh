@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Boots the guest once and runs one job in it.
+#
+#   testbed/run.sh --out DIR [--disk FILE | --nbd SOCKET] [--mem MB]
+#                  [--smp N] [--timeout S] JOB [ARGS...]
+#
+# JOB is a script in testbed/guest/ (e.g. test-kernel.sh). DIR becomes the
+# guest's /share: the job, guest/lib.sh and the module (kernel/
+# as-iosched.ko) are copied there, and the guest leaves its results,
+# job.log, job.rc, dmesg.txt and failures there; console.log is QEMU's.
+# Exit status: 0 if the job succeeded and nothing failed.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+out= disk= nbd= mem=1024 smp=2 timeout=600
+while [ $# -gt 0 ]; do
+    case $1 in
+    --out) out=$2; shift 2 ;;
+    --disk) disk=$2; shift 2 ;;
+    --nbd) nbd=$2; shift 2 ;;
+    --mem) mem=$2; shift 2 ;;
+    --smp) smp=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    --) shift; break ;;
+    -*) tb_die "unknown option $1" ;;
+    *) break ;;
+    esac
+done
+[ -n "$out" ] && [ $# -ge 1 ] || tb_die "usage: run.sh --out DIR [--disk FILE|--nbd SOCK] JOB [ARGS...]"
+job=$1
+shift
+[ -f "$TESTBED_DIR/guest/$job" ] || tb_die "no job testbed/guest/$job"
+
+KV=$(tb_kver)
+KC=$(tb_kdir "$KV")
+initrd=$("$TESTBED_DIR/build-initramfs.sh")
+ko=$REPO_DIR/kernel/as-iosched.ko
+[ -f "$ko" ] || tb_die "build the module first: make -C kernel KVER=$KV"
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out"/job.rc "$out"/job.log "$out"/dmesg.txt "$out"/failures "$out"/console.log
+cp "$TESTBED_DIR/guest/lib.sh" "$TESTBED_DIR/guest/$job" "$ko" "$out/"
+{
+    echo ". /share/lib.sh"
+    printf 'set --'
+    printf ' %q' "$@"
+    echo
+    echo ". /share/$job"
+} >"$out/job.sh"
+
+drive=()
+if [ -n "$disk" ]; then
+    drive=(-drive "file=$disk,format=raw,if=virtio,cache=unsafe")
+elif [ -n "$nbd" ]; then
+    drive=(-drive "file=nbd:unix:$nbd,format=raw,if=virtio")
+fi
+
+tb_log "booting $KV: $job $* (out: $out)"
+set +e
+timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" \
+    -nographic -no-reboot -kernel "$KC/vmlinux" -initrd "$initrd" \
+    -append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable clocksource=tsc" \
+    -virtfs "local,path=$out,mount_tag=share,security_model=none,id=share" \
+    -virtfs "local,path=$KC/fio,mount_tag=tools,security_model=none,id=tools,readonly=on" \
+    "${drive[@]}" </dev/null >"$out/console.log" 2>&1
+qrc=$?
+set -e
+
+status=0
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+    echo "guest timed out after ${timeout}s" >>"$out/failures"
+fi
+if [ ! -f "$out/job.rc" ]; then
+    echo "the guest did not finish its job (qemu exit $qrc); see console.log" >>"$out/failures"
+elif [ "$(cat "$out/job.rc")" != 0 ]; then
+    echo "job exited with $(cat "$out/job.rc"); see job.log" >>"$out/failures"
+fi
+# The console catches what dmesg.txt cannot (a hang, a panic).
+if grep -aE 'Kernel panic|BUG:|WARNING:|Oops|Call Trace|lockdep|blocked for more than' "$out/console.log" >/dev/null; then
+    echo "console: $(grep -aE 'Kernel panic|BUG:|WARNING:|Oops|Call Trace|lockdep|blocked for more than' "$out/console.log" | head -2 | tr '\n' '|')" >>"$out/failures"
+fi
+if [ -s "$out/failures" ]; then
+    tb_log "FAILED: $job"
+    sed 's/^/  /' "$out/failures" >&2
+    status=1
+else
+    tb_log "passed: $job"
+fi
+exit $status
