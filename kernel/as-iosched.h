@@ -205,6 +205,8 @@ struct as_data {
 	u64 completed;
 	u64 requeued;
 	u64 merged;
+	/* anticipations that ended with their target exited */
+	u64 antic_exited;
 
 	/* tunables, ns */
 	u64 fifo_expire[2];
@@ -292,11 +294,39 @@ static inline u64 as_ns_to_ticks_ceil(u64 ns)
 	return div_u64(ns + AS_TICK_NS - 1, AS_TICK_NS);
 }
 
+/*
+ * The time of the hook being run. A completion brings a time taken before
+ * it got the lock, possibly older than one another CPU has set: keep the
+ * clock from going back.
+ */
+static inline void as_set_now(struct as_data *ad, u64 t)
+{
+	if (t > ad->now)
+		ad->now = t;
+}
+
 static inline bool as_waiting(struct as_data *ad)
 {
 	return ad->antic_status == ANTIC_WAIT_REQ ||
 	       ad->antic_status == ANTIC_WAIT_NEXT;
 }
+
+/* Batches (as-batch.c). */
+void as_batch_init(struct as_data *ad);
+bool as_batch_expired(struct as_data *ad);
+void as_batch_note_idle(struct as_data *ad, bool reads, bool writes);
+void as_batch_to_sync(struct as_data *ad);
+void as_batch_to_async(struct as_data *ad);
+bool as_batch_may_start(struct as_data *ad);
+void as_batch_completed(struct as_data *ad, int dir);
+
+/* The wait (as-wait.c); all with ad->lock held but the timer callback. */
+void as_antic_waitreq(struct as_data *ad);
+void as_antic_waitnext(struct as_data *ad, u64 wait_ns);
+void as_antic_stop(struct as_data *ad, bool success);
+void as_antic_timeout(struct as_data *ad);
+void as_update_ready(struct as_data *ad);
+enum hrtimer_restart as_antic_timer_fn(struct hrtimer *timer);
 
 /* The AS policy and the steps the 95%-style policies share (as-policy.c). */
 extern const struct as_policy as_policy_as;

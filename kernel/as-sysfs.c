@@ -109,7 +109,7 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 {
 	struct as_data *ad = as_elv_data(e);
 	struct as_antic_stats s;
-	u64 ins, dis, com, req, mer;
+	u64 ins, dis, com, req, mer, exi;
 	u32 queued, in_flight;
 
 	spin_lock_irq(&ad->lock);
@@ -119,17 +119,19 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 	com = ad->completed;
 	req = ad->requeued;
 	mer = ad->merged;
+	exi = ad->antic_exited;
 	queued = ad->nr_queued;
 	in_flight = ad->nr_dispatched;
 	spin_unlock_irq(&ad->lock);
 	return sysfs_emit(page,
 			  "antic_started %llu\nantic_succeeded %llu\n"
 			  "antic_failed %llu\nantic_success_wait_ns %llu\n"
-			  "antic_failure_wait_ns %llu\ninserted %llu\n"
+			  "antic_failure_wait_ns %llu\nantic_target_exited %llu\n"
+			  "inserted %llu\n"
 			  "dispatched %llu\ncompleted %llu\nrequeued %llu\n"
 			  "merged %llu\nqueued %u\nin_flight %u\n",
 			  s.started, s.succeeded, s.failed, s.success_wait_ns,
-			  s.failure_wait_ns, ins, dis, com, req, mer, queued,
+			  s.failure_wait_ns, exi, ins, dis, com, req, mer, queued,
 			  in_flight);
 }
 

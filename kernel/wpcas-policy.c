@@ -75,6 +75,8 @@ static u64 wpcas_seek_ns(const struct wpcas_data *w, sector_t from,
 		/* int_sqrt64(d << 32) is sqrt(d) in 16.16 fixed point */
 		return w->seek_sqrt_a_ns +
 		       ((w->seek_sqrt_b_ns * int_sqrt64(d << 32)) >> 16);
+	/* past 2^32 cylinders the curve is flat (and the product fits) */
+	d = min_t(u64, d, 1ULL << 32);
 	return w->seek_lin_a_ns + div_u64(w->seek_lin_b_ps * d, 1000);
 }
 

@@ -42,6 +42,7 @@ out=$(cd "$out" && pwd)
 rm -f "$out"/job.rc "$out"/job.log "$out"/dmesg.txt "$out"/failures "$out"/console.log
 cp "$TESTBED_DIR/guest/lib.sh" "$TESTBED_DIR/guest/$job" "$ko" "$out/"
 {
+    [ -n "${MONITOR:-}" ] && echo "MONITOR=$MONITOR"
     echo ". /share/lib.sh"
     printf 'set --'
     printf ' %q' "$@"
@@ -60,7 +61,7 @@ tb_log "booting $KV: $job $* (out: $out)"
 set +e
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" \
     -nographic -no-reboot -kernel "$KC/vmlinux" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable clocksource=tsc" \
+    -append "console=ttyS0 panic=-1 loglevel=7 tsc=reliable clocksource=tsc" \
     -virtfs "local,path=$out,mount_tag=share,security_model=none,id=share" \
     -virtfs "local,path=$KC/fio,mount_tag=tools,security_model=none,id=tools,readonly=on" \
     "${drive[@]}" </dev/null >"$out/console.log" 2>&1

@@ -17,6 +17,24 @@ fio() {
         "$FIO_ROOT/usr/bin/fio" "$@"
 }
 
+# fio in the background; FIO_PID is fio's own pid (the subshell execs it),
+# so that a signal reaches fio, which then stops its jobs and reports.
+fio_bg() {
+    (exec "$FIO_ROOT/lib64/ld-linux-x86-64.so.2" --library-path "$FIO_LIBS" \
+        "$FIO_ROOT/usr/bin/fio" "$@") &
+    FIO_PID=$!
+}
+
+# Wait until no fio process is left (at most $1 seconds).
+wait_no_fio() {
+    local n=0
+    while grep -qs usr/bin/fio /proc/[0-9]*/cmdline; do
+        n=$((n + 1))
+        [ $n -le "${1:-60}" ] || { fail "fio processes still running after ${1:-60}s"; return 1; }
+        sleep 1
+    done
+}
+
 # insmod one of the initramfs's modules (or a path) with parameters.
 load() {
     local m=$1
@@ -85,9 +103,34 @@ check_dmesg() {
     fi
 }
 
-# Make the kernel's own watchdogs report quickly in short runs.
+# The hung-task watchdog reports a task in D state for 60 s (the kernel's
+# default is 120 s; a run here lasts a few minutes). Buffered writers wait
+# in writeback throttling for seconds under heavy sync load, legitimately.
 watchdogs_on() {
-    echo 10 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
-    echo 1 >/proc/sys/kernel/hung_task_panic 2>/dev/null || true
-    echo 0 >/proc/sys/kernel/hung_task_panic 2>/dev/null
+    echo 60 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 }
+
+# A background monitor for hangs: every few seconds, the elevator, its
+# counters and blk-mq's debugfs state of DEV, into /share/monitor.log.
+monitor_start() { # dev seconds
+    (
+        d=/sys/kernel/debug/block/$1
+        while :; do
+            {
+                echo "== $(cut -d' ' -f1 /proc/uptime) $(sched_of "$1")"
+                stats_of "$1" | tr '\n' ' '
+                echo
+                for f in state dispatch busy dispatch_busy run; do
+                    [ -r "$d/hctx0/$f" ] && echo "hctx0/$f: $(tr '\n' ' ' <"$d/hctx0/$f")"
+                done
+                [ -r "$d/hctx0/sched_tags" ] && grep -E 'busy|depth' "$d/hctx0/sched_tags" | tr '\n' ' '
+                [ -r "$d/hctx0/tags" ] && grep -E 'busy|depth' "$d/hctx0/tags" | tr '\n' ' '
+                echo
+                cat "$d/state" 2>/dev/null
+            } >>/share/monitor.log 2>&1
+            sleep "$2"
+        done
+    ) &
+    MONITOR_PID=$!
+}
+monitor_stop() { [ -n "${MONITOR_PID:-}" ] && kill "$MONITOR_PID" 2>/dev/null; }
