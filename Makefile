@@ -3,6 +3,7 @@
 #   make test    Rust and Python tests (what CI runs)
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
+#   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -11,13 +12,15 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean \
+	test-kernel test-kernel-debug
 
 all: build
 
 # System packages (Debian): fio for `iolab bench`. Needs root; a no-op when present.
 deps:
 	@bash scripts/install-deps.sh
+	@bash testbed/deps.sh
 
 $(VENV)/.stamp: pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,13 +34,18 @@ venv: $(VENV)/.stamp
 build: venv
 	$(VENV)/bin/maturin develop --release --extras dev -q
 
-test: build test-rust test-python
+test: build test-rust test-python test-kernel
 
 test-rust:
 	cargo test --workspace --release
 
 test-python:
 	$(PY) -m pytest -q
+
+# The elevator module: build, checkpatch, boot Debian's 6.1 under QEMU,
+# stress (docs/kernel.md). Needs root; a few minutes.
+test-kernel:
+	bash testbed/test-kernel.sh
 
 demo: build
 	$(IOLAB) compare --disk hp97560 --workload iozone --schedulers noop,deadline,as \

@@ -22,6 +22,9 @@
  *    device's tag depth, so the choice is made as late as possible.
  *  - Completions arrive in interrupt context: every path takes ad->lock
  *    with interrupts off.
+ *  - Per-process state (struct as_proc) is refcounted, held by its icq, by
+ *    each of its requests and by the core while it is the target: an icq
+ *    is freed at a switch before exit_sched stops the timer.
  *
  * Copyright (C) 2026 the iolab authors
  */
@@ -153,7 +156,7 @@ static void as_remove_queued(struct as_data *ad, struct request *rq)
 {
 	struct request_queue *q = ad->q;
 	int dir = as_rq_dir(rq);
-	struct as_icq *asic = as_rq_icq(rq);
+	struct as_proc *proc = as_rq_proc(rq);
 
 	if (ad->next_rq[dir] == rq)
 		ad->next_rq[dir] = as_find_next_rq(ad, rq);
@@ -164,8 +167,8 @@ static void as_remove_queued(struct as_data *ad, struct request *rq)
 		q->last_merge = NULL;
 	as_rq_set_flags(rq, as_rq_flags(rq) & ~AS_RQ_QUEUED);
 	WRITE_ONCE(ad->nr_queued, ad->nr_queued - 1);
-	if (asic && asic->aic.nr_queued)
-		asic->aic.nr_queued--;
+	if (proc && proc->aic.nr_queued)
+		proc->aic.nr_queued--;
 }
 
 static struct request *as_fifo_head(struct as_data *ad, int dir)
@@ -200,7 +203,7 @@ static bool as_can_break(struct as_data *ad, struct request *rq,
 			 enum as_moment at)
 {
 	/* 1. The awaited process's own request. */
-	if (rq && as_rq_icq(rq) == ad->target)
+	if (rq && as_rq_proc(rq) == ad->target)
 		return true;
 	/* 2. The wait has run out; the timer just has not fired yet. */
 	if (ad->ioc_finished && ad->now - ad->antic_start >=
@@ -217,26 +220,15 @@ static bool as_can_anticipate(struct as_data *ad, struct request *rq)
 	return !as_can_break(ad, rq, AS_AT_DISPATCH);
 }
 
-/*
- * Make @asic the target (the owner of the last dispatched sync request),
- * holding a reference on its io_context so that its icq outlives the
- * requests. The reference it replaces is returned, to be dropped once
- * ad->lock is released (put_io_context may take the ioc lock, which nests
- * outside ours in exit_icq).
- */
-static struct io_context *as_set_target(struct as_data *ad,
-					struct as_icq *asic)
+/* Make @proc the target: the owner of the last dispatched sync request. */
+static void as_set_target(struct as_data *ad, struct as_proc *proc)
 {
-	struct io_context *old = ad->target_ioc;
-
-	if (asic == ad->target)
-		return NULL;
-	ad->target = asic;
-	ad->target_ioc = asic ? asic->icq.ioc : NULL;
-	/* The request being dispatched holds a reference: not the last. */
-	if (ad->target_ioc)
-		atomic_long_inc(&ad->target_ioc->refcount);
-	return old;
+	if (proc == ad->target)
+		return;
+	if (proc)
+		refcount_inc(&proc->ref);
+	as_proc_put(ad, ad->target);
+	ad->target = proc;
 }
 
 /* ---- dispatch (core.rs) ---- */
@@ -246,27 +238,24 @@ static struct io_context *as_set_target(struct as_data *ad,
  * owner becomes the process to anticipate; an async one clears it and
  * counts against the write batch.
  */
-static struct io_context *as_move_to_dispatch(struct as_data *ad,
-					      struct request *rq)
+static void as_move_to_dispatch(struct as_data *ad, struct request *rq)
 {
 	int dir = as_rq_dir(rq);
-	struct io_context *put;
 
 	/* Only a forced dispatch could find a wait running: "anything else". */
 	as_antic_stop(ad, false);
 	ad->antic_status = ANTIC_OFF;
 	ad->last_sector[dir] = blk_rq_pos(rq) + blk_rq_sectors(rq);
 	if (dir == AS_SYNC) {
-		put = as_set_target(ad, as_rq_icq(rq));
+		as_set_target(ad, as_rq_proc(rq));
 	} else {
-		put = as_set_target(ad, NULL);
+		as_set_target(ad, NULL);
 		if (ad->batch.current_write_count)
 			ad->batch.current_write_count--;
 	}
 	ad->ioc_finished = false;
 	ad->next_rq[dir] = as_find_next_rq(ad, rq);
 	as_remove_queued(ad, rq);
-	return put;
 }
 
 /*
@@ -316,7 +305,7 @@ static struct request *as_select(struct as_data *ad, bool reads, bool writes,
 }
 
 /* as_dispatch_request. */
-static struct request *as_dispatch(struct as_data *ad, struct io_context **put)
+static struct request *as_dispatch(struct as_data *ad)
 {
 	bool reads, writes, from_fifo = false;
 	struct request *rq;
@@ -348,14 +337,13 @@ static struct request *as_dispatch(struct as_data *ad, struct io_context **put)
 		rq = as_fifo_head(ad, dir);
 	if (!as_batch_may_start(ad))
 		return NULL;
-	*put = as_move_to_dispatch(ad, rq);
+	as_move_to_dispatch(ad, rq);
 	return rq;
 }
 
 struct request *as_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct as_data *ad = as_queue_data(hctx->queue);
-	struct io_context *put = NULL;
 	struct request *rq;
 
 	spin_lock_irq(&ad->lock);
@@ -366,7 +354,7 @@ struct request *as_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		list_del_init(&rq->queuelist);
 		as_rq_set_flags(rq, as_rq_flags(rq) & ~AS_RQ_ATHEAD);
 	} else {
-		rq = as_dispatch(ad, &put);
+		rq = as_dispatch(ad);
 	}
 	if (rq) {
 		as_rq_set_flags(rq, as_rq_flags(rq) | AS_RQ_DISPATCHED);
@@ -376,8 +364,6 @@ struct request *as_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	}
 	as_update_ready(ad);
 	spin_unlock_irq(&ad->lock);
-	if (put)
-		put_io_context(put);
 	return rq;
 }
 
@@ -396,7 +382,7 @@ static void as_insert_request(struct as_data *ad, struct request *rq,
 			      bool at_head, struct list_head *free)
 {
 	struct request_queue *q = ad->q;
-	struct as_icq *asic = as_rq_icq(rq);
+	struct as_proc *proc = as_rq_proc(rq);
 	struct as_sample sample;
 	int dir;
 
@@ -411,11 +397,11 @@ static void as_insert_request(struct as_data *ad, struct request *rq,
 	dir = op_is_sync(rq->cmd_flags) ? AS_SYNC : AS_ASYNC;
 	as_rq_set_flags(rq, (dir == AS_SYNC ? AS_RQ_SYNC : 0) | AS_RQ_QUEUED);
 	/* History first, so the think-time rule does not see rq as queued. */
-	if (asic) {
-		if (as_update_iohist(ad, asic, rq, &sample) &&
+	if (proc) {
+		if (as_update_iohist(ad, proc, rq, &sample) &&
 		    ad->policy->on_sample)
-			ad->policy->on_sample(ad, asic, &sample);
-		asic->aic.nr_queued++;
+			ad->policy->on_sample(ad, proc, &sample);
+		proc->aic.nr_queued++;
 	}
 	elv_rb_add(&ad->sort_list[dir], rq);
 	rq->fifo_time = ad->now + ad->fifo_expire[dir];
@@ -464,7 +450,7 @@ void as_insert_requests(struct blk_mq_hw_ctx *hctx, struct list_head *list,
 void as_completed_request(struct request *rq, u64 now)
 {
 	struct as_data *ad = as_queue_data(rq->q);
-	struct as_icq *asic;
+	struct as_proc *proc;
 	unsigned long flags;
 	bool was_ready, kick;
 	int dir;
@@ -472,7 +458,7 @@ void as_completed_request(struct request *rq, u64 now)
 	if (!(rq->rq_flags & RQF_ELVPRIV) ||
 	    !(as_rq_flags(rq) & AS_RQ_DISPATCHED))
 		return;
-	asic = as_rq_icq(rq);
+	proc = as_rq_proc(rq);
 	dir = as_rq_dir(rq);
 	spin_lock_irqsave(&ad->lock, flags);
 	as_set_now(ad, now ? now : ktime_get_ns());
@@ -482,14 +468,14 @@ void as_completed_request(struct request *rq, u64 now)
 	if (!WARN_ON_ONCE(!ad->nr_dispatched))
 		ad->nr_dispatched--;
 	ad->completed++;
-	if (asic && asic == ad->target) {
+	if (proc && proc == ad->target) {
 		ad->antic_start = ad->now;
 		ad->ioc_finished = true;
 		if (ad->antic_status == ANTIC_WAIT_REQ)
 			as_antic_waitnext(ad, ad->policy->wait_ns(ad));
 	}
-	if (asic && dir == AS_SYNC)
-		as_completed_sync(ad, asic);
+	if (proc && dir == AS_SYNC)
+		as_completed_sync(ad, proc);
 	as_update_ready(ad);
 	kick = !was_ready && ad->ready && ad->nr_queued;
 	spin_unlock_irqrestore(&ad->lock, flags);
@@ -519,18 +505,75 @@ void as_requeue_request(struct request *rq)
 
 /* ---- requests and merging ---- */
 
+/*
+ * The process's state, with a reference for the caller; made on its first
+ * request. NULL if it cannot be had (no memory: the request is then served
+ * as one of a process AS knows nothing about).
+ */
+static struct as_proc *as_get_proc(struct as_data *ad, struct as_icq *asic)
+{
+	size_t size = sizeof(struct as_proc) + ad->policy->icq_data_size;
+	struct as_proc *proc, *new;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ad->lock, flags);
+	proc = asic->proc;
+	if (proc)
+		refcount_inc(&proc->ref);
+	spin_unlock_irqrestore(&ad->lock, flags);
+	if (proc)
+		return proc;
+	/* prepare_request may run where sleeping is not allowed */
+	new = kzalloc_node(size, GFP_NOWAIT | __GFP_NOWARN, ad->q->node);
+	if (!new)
+		return NULL;
+	/* one reference for the icq, one for the caller */
+	refcount_set(&new->ref, 2);
+	new->aic.running = true;
+	atomic_inc(&ad->nr_procs);
+	spin_lock_irqsave(&ad->lock, flags);
+	proc = asic->proc;
+	if (proc) {
+		refcount_inc(&proc->ref);
+	} else if (!asic->exited) {
+		asic->proc = new;
+		proc = new;
+		new = NULL;
+	}
+	spin_unlock_irqrestore(&ad->lock, flags);
+	if (new) {
+		atomic_dec(&ad->nr_procs);
+		kfree(new);
+	}
+	return proc;
+}
+
+/*
+ * Called for every request the elevator may see: find the issuing
+ * process's state (io context -> icq -> as_proc) and keep a reference on
+ * it in rq->elv.priv[1]; the request does not keep the icq (the ioc
+ * reference ioc_find_get_icq took is dropped at once).
+ */
 void as_prepare_request(struct request *rq)
 {
-	rq->elv.icq = ioc_find_get_icq(rq->q);
+	struct as_data *ad = as_queue_data(rq->q);
+	struct io_cq *icq = ioc_find_get_icq(rq->q);
+
+	rq->elv.icq = NULL;
 	rq->elv.priv[0] = NULL;
 	rq->elv.priv[1] = NULL;
+	if (!icq)
+		return;
+	rq->elv.priv[1] = as_get_proc(ad, as_icq_of(icq));
+	put_io_context(icq->ioc);
 }
 
 /* Called when an RQF_ELVPRIV request is freed, inserted or not. */
 void as_finish_request(struct request *rq)
 {
+	struct as_data *ad = as_queue_data(rq->q);
+
 	if (WARN_ON_ONCE(as_rq_flags(rq) & (AS_RQ_QUEUED | AS_RQ_ATHEAD))) {
-		struct as_data *ad = as_queue_data(rq->q);
 		unsigned long flags;
 
 		spin_lock_irqsave(&ad->lock, flags);
@@ -541,10 +584,9 @@ void as_finish_request(struct request *rq)
 		as_update_ready(ad);
 		spin_unlock_irqrestore(&ad->lock, flags);
 	}
-	if (rq->elv.icq) {
-		put_io_context(rq->elv.icq->ioc);
-		rq->elv.icq = NULL;
-	}
+	as_proc_put(ad, as_rq_proc(rq));
+	rq->elv.priv[0] = NULL;
+	rq->elv.priv[1] = NULL;
 }
 
 /*
@@ -632,25 +674,27 @@ void as_requests_merged(struct request_queue *q, struct request *rq,
 
 /* ---- per-process contexts ---- */
 
-/* Called with the ioc lock held and interrupts off: no ad->lock here. */
-void as_init_icq(struct io_cq *icq)
-{
-	struct as_icq *asic = as_icq_of(icq);
-
-	WRITE_ONCE(asic->aic.running, true);
-}
-
 /*
- * exit_as_io_context: the process no longer runs. A wait for it is not
- * ended here; the break rules and exit_prob decide. Called with the ioc
- * lock held, so ad->lock (which nests inside it elsewhere) is not taken:
- * the flag is read with READ_ONCE.
+ * exit_as_io_context: the process no longer runs (or the icq is being
+ * torn down). A wait for it is not ended here; the break rules and
+ * exit_prob decide. Called with the ioc lock held and interrupts off;
+ * ad->lock nests inside it (as bfqd->lock does in bfq_exit_icq).
  */
 void as_exit_icq(struct io_cq *icq)
 {
 	struct as_icq *asic = as_icq_of(icq);
+	struct as_data *ad = icq->q->elevator->elevator_data;
+	struct as_proc *proc;
+	unsigned long flags;
 
-	WRITE_ONCE(asic->aic.running, false);
+	spin_lock_irqsave(&ad->lock, flags);
+	proc = asic->proc;
+	asic->proc = NULL;
+	asic->exited = true;
+	if (proc)
+		proc->aic.running = false;
+	spin_unlock_irqrestore(&ad->lock, flags);
+	as_proc_put(ad, proc);
 }
 
 /* ---- setup ---- */
@@ -721,23 +765,16 @@ put_eq:
 void as_exit_sched(struct elevator_queue *e)
 {
 	struct as_data *ad = e->elevator_data;
-	struct io_context *put;
 
 	hrtimer_cancel(&ad->antic_timer);
 	WARN_ON_ONCE(!list_empty(&ad->fifo_list[AS_SYNC]));
 	WARN_ON_ONCE(!list_empty(&ad->fifo_list[AS_ASYNC]));
 	WARN_ON_ONCE(!list_empty(&ad->dispatch));
-	/*
-	 * The icqs are gone (elevator_exit cleared them first); only our
-	 * reference on the target's io_context is left.
-	 */
 	spin_lock_irq(&ad->lock);
-	put = ad->target_ioc;
-	ad->target = NULL;
-	ad->target_ioc = NULL;
+	as_set_target(ad, NULL);
 	spin_unlock_irq(&ad->lock);
-	if (put)
-		put_io_context(put);
+	/* icqs were cleared and requests freed before: no state is left */
+	WARN_ON_ONCE(atomic_read(&ad->nr_procs));
 	if (ad->policy->exit)
 		ad->policy->exit(ad);
 	kfree(ad);

@@ -6,6 +6,8 @@
  *
  * Copyright (C) 2026 the iolab authors
  */
+#include <linux/slab.h>
+
 #include "as-iosched.h"
 
 /*
@@ -88,7 +90,7 @@ static void as_update_seekdist(struct as_data *ad, struct as_io_context *aic,
 /**
  * as_update_iohist - fold a sync request into a process's history
  * @ad: the queue
- * @asic: the process whose history is updated
+ * @proc: the process whose history is updated
  * @rq: the request
  * @out: the sample taken, if any
  *
@@ -98,10 +100,10 @@ static void as_update_seekdist(struct as_data *ad, struct as_io_context *aic,
  * ticks capped at MAX_THINKTIME - 1, and 0 unless it has completed sync
  * I/O and has nothing queued. Returns whether a sample was taken.
  */
-bool as_update_iohist(struct as_data *ad, struct as_icq *asic,
+bool as_update_iohist(struct as_data *ad, struct as_proc *proc,
 		      struct request *rq, struct as_sample *out)
 {
-	struct as_io_context *aic = &asic->aic;
+	struct as_io_context *aic = &proc->aic;
 	sector_t pos = blk_rq_pos(rq);
 	bool sampled = false;
 
@@ -138,8 +140,17 @@ bool as_update_iohist(struct as_data *ad, struct as_icq *asic,
  * as_put_io_context for a completed sync request: the process has I/O
  * running, and its think time starts now.
  */
-void as_completed_sync(struct as_data *ad, struct as_icq *asic)
+void as_completed_sync(struct as_data *ad, struct as_proc *proc)
 {
-	asic->aic.io_running = true;
-	asic->aic.last_end_request = ad->now;
+	proc->aic.io_running = true;
+	proc->aic.last_end_request = ad->now;
+}
+
+/* Drop a reference on a process's state (any context). */
+void as_proc_put(struct as_data *ad, struct as_proc *proc)
+{
+	if (proc && refcount_dec_and_test(&proc->ref)) {
+		atomic_dec(&ad->nr_procs);
+		kfree(proc);
+	}
 }

@@ -78,7 +78,7 @@ struct as_ewma {
 	u64 mean;
 };
 
-/* Per process: struct as_io_context of 2.6.20, kept in the icq. */
+/* Per process: struct as_io_context of 2.6.20 (in struct as_proc). */
 struct as_io_context {
 	bool running;		/* AS_TASK_RUNNING: cleared by exit_icq */
 	bool io_started;	/* AS_TASK_IOSTARTED: has queued sync I/O */
@@ -91,12 +91,24 @@ struct as_io_context {
 	struct as_antic_stats antic;	/* waits on this process */
 };
 
-/* The icq: io_cq first, as block/blk-ioc.c requires. */
-struct as_icq {
-	struct io_cq icq;
+/*
+ * A process's state, refcounted as BFQ's bfq_queue is: its icq, each of its
+ * requests and the core (while it is the target) hold a reference. An icq
+ * is freed at an elevator switch before exit_sched runs (and thus before
+ * the timer is cancelled), so nothing but the icq itself may point to it.
+ */
+struct as_proc {
+	refcount_t ref;
 	struct as_io_context aic;
 	/* the policy's per-process data (as_policy.icq_data_size bytes) */
 	unsigned long policy_data[];
+};
+
+/* The icq: io_cq first, as block/blk-ioc.c requires. */
+struct as_icq {
+	struct io_cq icq;
+	struct as_proc *proc;	/* made by the first request; ad->lock */
+	bool exited;		/* exit_icq ran; ad->lock */
 };
 
 /* Queue-wide priors of struct as_data (io_context.rs, Priors). */
@@ -124,7 +136,7 @@ struct as_data;
  */
 struct as_policy {
 	const char *name;
-	/* bytes of per-process data after struct as_icq */
+	/* bytes of per-process data after struct as_proc */
 	size_t icq_data_size;
 	/* per-queue data and defaults; may be NULL */
 	int (*init)(struct as_data *ad);
@@ -138,8 +150,8 @@ struct as_policy {
 			  enum as_moment at);
 	/* Decision (b): how long to wait for ad->target, in ns. */
 	u64 (*wait_ns)(struct as_data *ad);
-	/* The core folded a sync request into aic's history. */
-	void (*on_sample)(struct as_data *ad, struct as_icq *aic,
+	/* The core folded a sync request into the process's history. */
+	void (*on_sample)(struct as_data *ad, struct as_proc *proc,
 			  const struct as_sample *s);
 };
 
@@ -192,8 +204,7 @@ struct as_data {
 	u64 antic_start;		/* completion of the target's request */
 	u64 antic_deadline;		/* timer expiry in WAIT_NEXT */
 	u64 idle_from;			/* WAIT_NEXT entered */
-	struct as_icq *target;		/* owner of the last sync dispatch */
-	struct io_context *target_ioc;	/* our reference on its ioc */
+	struct as_proc *target;		/* owner of the last sync dispatch */
 	bool ioc_finished;
 	struct hrtimer antic_timer;
 	struct as_priors priors;
@@ -207,6 +218,8 @@ struct as_data {
 	u64 merged;
 	/* anticipations that ended with their target exited */
 	u64 antic_exited;
+	/* as_proc objects alive (none may outlive the elevator) */
+	atomic_t nr_procs;
 
 	/* tunables, ns */
 	u64 fifo_expire[2];
@@ -219,15 +232,15 @@ static inline struct as_icq *as_icq_of(struct io_cq *icq)
 	return icq ? container_of(icq, struct as_icq, icq) : NULL;
 }
 
-static inline struct as_icq *as_rq_icq(struct request *rq)
+/* The process that issued @rq (NULL if it has no state: see prepare). */
+static inline struct as_proc *as_rq_proc(struct request *rq)
 {
-	return as_icq_of(rq->elv.icq);
+	return rq->elv.priv[1];
 }
 
 /* The elevator hooks (as-core.c), shared by both elevator types. */
 int as_init_sched(struct request_queue *q, struct elevator_type *e);
 void as_exit_sched(struct elevator_queue *e);
-void as_init_icq(struct io_cq *icq);
 void as_exit_icq(struct io_cq *icq);
 bool as_allow_merge(struct request_queue *q, struct request *rq,
 		    struct bio *bio);
@@ -251,7 +264,6 @@ void as_requeue_request(struct request *rq);
 #define AS_MQ_OPS {						\
 	.init_sched		= as_init_sched,		\
 	.exit_sched		= as_exit_sched,		\
-	.init_icq		= as_init_icq,			\
 	.exit_icq		= as_exit_icq,			\
 	.allow_merge		= as_allow_merge,		\
 	.bio_merge		= as_bio_merge,			\
@@ -270,9 +282,10 @@ void as_requeue_request(struct request *rq);
 }
 
 /* Per-process statistics (as-ioc.c). */
-bool as_update_iohist(struct as_data *ad, struct as_icq *aic,
+bool as_update_iohist(struct as_data *ad, struct as_proc *proc,
 		      struct request *rq, struct as_sample *out);
-void as_completed_sync(struct as_data *ad, struct as_icq *aic);
+void as_completed_sync(struct as_data *ad, struct as_proc *proc);
+void as_proc_put(struct as_data *ad, struct as_proc *proc);
 u64 as_event(u64 p);
 u64 as_non_event(u64 p);
 

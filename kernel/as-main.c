@@ -17,6 +17,7 @@
 static struct as_elevator as_elv_anticipatory = {
 	.type = {
 		.ops			= AS_MQ_OPS,
+		.icq_size		= sizeof(struct as_icq),
 		.icq_align		= __alignof__(struct as_icq),
 		.elevator_attrs		= as_core_attrs_as,
 		.elevator_name		= "anticipatory",
@@ -29,6 +30,7 @@ static struct as_elevator as_elv_anticipatory = {
 static struct as_elevator as_elv_wpcas = {
 	.type = {
 		.ops			= AS_MQ_OPS,
+		.icq_size		= sizeof(struct as_icq),
 		.icq_align		= __alignof__(struct as_icq),
 		.elevator_attrs		= as_attrs_wpcas,
 		.elevator_name		= "wpcas",
@@ -42,10 +44,6 @@ static int __init as_iosched_init(void)
 	int ret;
 
 	as_sysfs_init();
-	as_elv_anticipatory.type.icq_size = sizeof(struct as_icq) +
-		as_elv_anticipatory.policy->icq_data_size;
-	as_elv_wpcas.type.icq_size = sizeof(struct as_icq) +
-		as_elv_wpcas.policy->icq_data_size;
 	ret = elv_register(&as_elv_anticipatory.type);
 	if (ret)
 		return ret;

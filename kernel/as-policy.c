@@ -72,7 +72,7 @@ static bool as_close_cooperator(struct as_data *ad, struct request *rq)
 
 	if (!rq || !op_is_sync(rq->cmd_flags) || !as_close_req(ad, aic, rq))
 		return false;
-	if (!READ_ONCE(aic->running)) {
+	if (!aic->running) {
 		if (aic->ttime.samples == 0)
 			p->exit_prob = as_event(p->exit_prob);
 		p->exit_no_coop = as_non_event(p->exit_no_coop);
@@ -90,7 +90,7 @@ bool as_exited_unrescued(struct as_data *ad)
 	struct as_io_context *aic = &ad->target->aic;
 	struct as_priors *p = &ad->priors;
 
-	if (READ_ONCE(aic->running))
+	if (aic->running)
 		return false;
 	if (aic->ttime.samples == 0)
 		p->exit_prob = as_event(p->exit_prob);

@@ -231,12 +231,12 @@ WPCAS_U64_ATTR(seek_sqrt_b_ns, &w->seek_sqrt_b_ns, 0, 1000000000ULL)
 WPCAS_U64_ATTR(seek_lin_a_ns, &w->seek_lin_a_ns, 0, 10000000000ULL)
 WPCAS_U64_ATTR(seek_lin_b_ps, &w->seek_lin_b_ps, 0, 1000000000ULL)
 
-/* gamma is a fraction in [0, 1] with up to three decimals ("0.5"). */
-static ssize_t as_gamma_show(struct elevator_queue *e, char *page)
+/* Fractions in [0, 1] with up to three decimals ("0.5"): gamma, prior_ps. */
+static ssize_t wpcas_show_milli(u32 *field, char *page)
 {
-	u32 g = READ_ONCE(wpcas_elv_data(e)->gamma_milli);
+	u32 v = READ_ONCE(*field);
 
-	return sysfs_emit(page, "%u.%03u\n", g / 1000, g % 1000);
+	return sysfs_emit(page, "%u.%03u\n", v / 1000, v % 1000);
 }
 
 static int wpcas_parse_milli(const char *s, u32 *out)
@@ -260,20 +260,43 @@ static int wpcas_parse_milli(const char *s, u32 *out)
 	return 0;
 }
 
-static ssize_t as_gamma_store(struct elevator_queue *e, const char *page,
-			      size_t count)
+static ssize_t wpcas_store_milli(struct elevator_queue *e, u32 *field,
+				 const char *page, size_t count)
 {
 	struct as_data *ad = as_elv_data(e);
-	struct wpcas_data *w = ad->policy_data;
-	u32 g;
-	int ret = wpcas_parse_milli(page, &g);
+	u32 v;
+	int ret = wpcas_parse_milli(page, &v);
 
 	if (ret)
 		return ret;
 	spin_lock_irq(&ad->lock);
-	w->gamma_milli = g;
+	*field = v;
 	spin_unlock_irq(&ad->lock);
 	return count;
+}
+
+static ssize_t as_gamma_show(struct elevator_queue *e, char *page)
+{
+	return wpcas_show_milli(&wpcas_elv_data(e)->gamma_milli, page);
+}
+
+static ssize_t as_gamma_store(struct elevator_queue *e, const char *page,
+			      size_t count)
+{
+	return wpcas_store_milli(e, &wpcas_elv_data(e)->gamma_milli, page,
+				 count);
+}
+
+static ssize_t as_prior_ps_show(struct elevator_queue *e, char *page)
+{
+	return wpcas_show_milli(&wpcas_elv_data(e)->prior_ps_milli, page);
+}
+
+static ssize_t as_prior_ps_store(struct elevator_queue *e, const char *page,
+				 size_t count)
+{
+	return wpcas_store_milli(e, &wpcas_elv_data(e)->prior_ps_milli, page,
+				 count);
 }
 
 static struct elv_fs_entry wpcas_own_attrs[] = {
@@ -282,6 +305,7 @@ static struct elv_fs_entry wpcas_own_attrs[] = {
 	AS_ATTR(gamma),
 	AS_ATTR(min_samples),
 	AS_ATTR(max_wait_ms),
+	AS_ATTR(prior_ps),
 	AS_ATTR(seek_cyl_sectors),
 	AS_ATTR(seek_linear_cyl),
 	AS_ATTR(seek_sqrt_a_ns),

@@ -46,7 +46,7 @@ static void as_antic_record(struct as_data *ad, bool success)
 	as_tally(&ad->stats, success, waited);
 	if (ad->target) {
 		as_tally(&ad->target->aic.antic, success, waited);
-		if (!READ_ONCE(ad->target->aic.running))
+		if (!ad->target->aic.running)
 			ad->antic_exited++;
 	}
 }
@@ -111,7 +111,7 @@ void as_antic_timeout(struct as_data *ad)
 
 		if (aic->ttime.samples == 0)
 			p->exit_prob = as_event(p->exit_prob);
-		if (!READ_ONCE(aic->running))
+		if (!aic->running)
 			p->exit_no_coop = as_event(p->exit_no_coop);
 	}
 }

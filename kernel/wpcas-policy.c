@@ -19,7 +19,8 @@
  * S_s the request the elevator would serve instead, S_a the head plus the
  * process's mean seek distance, p_s and p_f its own anticipation success
  * and failure rates. Nothing queued: wait. Fewer than min_samples finished
- * anticipations: AS's rule. T_seek comes from a seek curve given as
+ * anticipations: AS's rule; with none at all, p_s is prior_ps (the
+ * paper is silent on start-up). T_seek comes from a seek curve given as
  * tunables (the simulator gives WPCAS its disk model's curve); the
  * defaults are the HP 97560 of iolab's preset, the paper's equation (2).
  *
@@ -56,9 +57,9 @@ static inline struct wpcas_data *wpcas_of(struct as_data *ad)
 	return ad->policy_data;
 }
 
-static inline struct wpcas_ioc *wpcas_ioc_of(struct as_icq *asic)
+static inline struct wpcas_ioc *wpcas_ioc_of(struct as_proc *proc)
 {
-	return (struct wpcas_ioc *)asic->policy_data;
+	return (struct wpcas_ioc *)proc->policy_data;
 }
 
 /* The disk's seek time between the cylinders of two sectors, ns. */
@@ -101,11 +102,11 @@ static void wpcas_classify(struct wpcas_ioc *h, u32 window_ms)
 }
 
 /* ThinkHistory::push and the reclassification that follows it. */
-static void wpcas_on_sample(struct as_data *ad, struct as_icq *asic,
+static void wpcas_on_sample(struct as_data *ad, struct as_proc *proc,
 			    const struct as_sample *s)
 {
 	struct wpcas_data *w = wpcas_of(ad);
-	struct wpcas_ioc *h = wpcas_ioc_of(asic);
+	struct wpcas_ioc *h = wpcas_ioc_of(proc);
 	u8 bin = min_t(u64, div_u64(s->think_ns, NSEC_PER_MSEC),
 		       WPCAS_RANGE_MS);
 
@@ -152,9 +153,10 @@ static u64 wpcas_period_ns(struct as_data *ad)
 }
 
 /*
- * STE: is delta > 0 for serving @cand's competitor by waiting? With n
+ * STE: is delta > 0, i.e. worth waiting rather than serving @cand? With n
  * finished anticipations, n * delta = ok * (T_s - T_a - T_as) - failed * P
- * has delta's sign; with none, p_s = 0 and delta = -P is never positive.
+ * has delta's sign; with none, p_s is prior_ps (in thousandths, so
+ * 1000 * delta = prior * gain - (1000 - prior) * P).
  */
 static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 {
@@ -164,8 +166,10 @@ static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 	sector_t head = ad->last_sector[ad->batch.dir];
 	s64 t_s, t_a, gain;
 
-	if (ok + failed == 0)
-		return false;
+	if (ok + failed == 0) {
+		ok = w->prior_ps_milli;
+		failed = 1000 - w->prior_ps_milli;
+	}
 	/* keep the products in range; the ratio is what counts */
 	while (ok + failed > (1ULL << 30)) {
 		ok >>= 1;
@@ -223,6 +227,7 @@ static int wpcas_init(struct as_data *ad)
 	w->hist_len = WPCAS_HIST_LEN;
 	w->window_ms = WPCAS_WINDOW_MS;
 	w->gamma_milli = WPCAS_GAMMA_MILLI;
+	w->prior_ps_milli = WPCAS_PRIOR_PS_MILLI;
 	w->min_samples = WPCAS_MIN_SAMPLES;
 	w->max_wait_ns = WPCAS_MAX_WAIT_MS * NSEC_PER_MSEC;
 	w->seek_cyl_sectors = WPCAS_SEEK_CYL_SECTORS;

@@ -21,6 +21,11 @@
 #define WPCAS_MIN_SAMPLES	4
 /* Cap on P: the paper's [0, 20] ms think-time range. */
 #define WPCAS_MAX_WAIT_MS	20
+/*
+ * p_s of a process with no finished anticipation, in thousandths: the
+ * paper does not say; 0 (with min_samples 4) starts WPCAS as AS starts.
+ */
+#define WPCAS_PRIOR_PS_MILLI	0
 
 /*
  * The seek curve STE uses, as iolab's two-piece SeekCurve (Ruemmler &
@@ -41,6 +46,7 @@ struct wpcas_data {
 	u64 hist_len;
 	u64 window_ms;
 	u32 gamma_milli;
+	u32 prior_ps_milli;
 	u64 min_samples;
 	u64 max_wait_ns;
 	u64 seek_cyl_sectors;

@@ -23,6 +23,7 @@ SUBCOMMANDS = [
     "iolab.cli.paper",
     "iolab.cli.bench",
     "iolab.cli.queue",
+    "iolab.cli.kernel",
 ]
 
 
