@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod fastqueue;
+mod kernel;
 mod sim;
 mod validate;
 
@@ -14,5 +15,6 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
+    kernel::register(m)?;
     Ok(())
 }
