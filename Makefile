@@ -47,6 +47,11 @@ test-python:
 test-kernel:
 	bash testbed/test-kernel.sh
 
+# The same on a kernel with lockdep and KASAN built from the image's source
+# (the first build takes tens of minutes on 2 cores; not part of make test).
+test-kernel-debug:
+	bash testbed/test-kernel-debug.sh
+
 demo: build
 	$(IOLAB) compare --disk hp97560 --workload iozone --schedulers noop,deadline,as \
 		--set workload.processes=10 --seeds 3 -o demo-out

@@ -3,20 +3,25 @@
 # image's own modules that the guest needs (plain .ko files and two lists:
 # modules.base, loaded by init; the rest loaded by jobs with `load NAME`).
 # Prints its path. Rebuilt only when its inputs change.
+#
+#   build-initramfs.sh [--bare]    --bare: no modules (a kernel with all built in)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 KV=$(tb_kver)
 KC=$(tb_kdir "$KV")
-[ -e "$KC/image/.done" ] || tb_die "run testbed/deps.sh first"
+bare=
+[ "${1:-}" = --bare ] && bare=1
+[ -n "$bare" ] || [ -e "$KC/image/.done" ] || tb_die "run testbed/deps.sh first"
 
 # Loaded by init, in this order (with their dependencies).
 BASE="virtio_pci 9pnet_virtio 9p"
 # Loaded by jobs when they want them.
 EXTRA="virtio_blk bfq kyber-iosched null_blk nbd"
 
-key=$( (cat "$TESTBED_DIR/guest/init" "$0"; echo "$BASE $EXTRA"; md5sum /bin/busybox) |
+key=$( (cat "$TESTBED_DIR/guest/init" "$0"; echo "$BASE $EXTRA $bare"; md5sum /bin/busybox) |
        md5sum | cut -c1-12)
+mkdir -p "$KC"
 out=$KC/initramfs-$key.cpio.gz
 if [ -s "$out" ]; then
     echo "$out"
@@ -46,8 +51,13 @@ copy_list() { # list file, modules...
         echo "$name"
     done >"$list"
 }
-copy_list "$root/modules.base" $BASE
-copy_list "$root/modules.all" $BASE $EXTRA
+if [ -n "$bare" ]; then
+    : >"$root/modules.base"
+    : >"$root/modules.all"
+else
+    copy_list "$root/modules.base" $BASE
+    copy_list "$root/modules.all" $BASE $EXTRA
+fi
 
 (cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out.tmp"
 mv "$out.tmp" "$out"

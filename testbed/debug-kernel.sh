@@ -67,7 +67,7 @@ if [ ! -e .config.iolab ] || [ "$0" -nt .config.iolab ]; then
     cp .config .config.iolab
 fi
 tb_log "building the debug kernel in $src (make -j$(nproc))"
-nice make -s -j"$(nproc)" vmlinux modules_prepare >"$dir/build.log" 2>&1 ||
+nice make -s -j"$(nproc)" vmlinux modules >"$dir/build.log" 2>&1 ||
     { tail -30 "$dir/build.log" >&2; tb_die "debug kernel build failed"; }
 date >"$dir/vmlinux.done"
 echo "$src"

@@ -2,17 +2,20 @@
 # Boots the guest once and runs one job in it.
 #
 #   testbed/run.sh --out DIR [--disk FILE | --nbd SOCKET] [--mem MB]
-#                  [--smp N] [--timeout S] JOB [ARGS...]
+#                  [--smp N] [--timeout S] [--kernel VMLINUX --bare]
+#                  [--append ARGS] [--module KO] JOB [ARGS...]
 #
 # JOB is a script in testbed/guest/ (e.g. test-kernel.sh). DIR becomes the
 # guest's /share: the job, guest/lib.sh and the module (kernel/
 # as-iosched.ko) are copied there, and the guest leaves its results,
 # job.log, job.rc, dmesg.txt and failures there; console.log is QEMU's.
+# --kernel boots another kernel (the debug one); --bare gives it an
+# initramfs without the image's modules; --append adds to its command line.
 # Exit status: 0 if the job succeeded and nothing failed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-out= disk= nbd= mem=1024 smp=2 timeout=600
+out= disk= nbd= mem=1024 smp=2 timeout=600 kernel= bare= append= ko=
 while [ $# -gt 0 ]; do
     case $1 in
     --out) out=$2; shift 2 ;;
@@ -21,6 +24,10 @@ while [ $# -gt 0 ]; do
     --mem) mem=$2; shift 2 ;;
     --smp) smp=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
+    --kernel) kernel=$2; shift 2 ;;
+    --bare) bare=--bare; shift ;;
+    --append) append=$2; shift 2 ;;
+    --module) ko=$2; shift 2 ;;
     --) shift; break ;;
     -*) tb_die "unknown option $1" ;;
     *) break ;;
@@ -33,8 +40,9 @@ shift
 
 KV=$(tb_kver)
 KC=$(tb_kdir "$KV")
-initrd=$("$TESTBED_DIR/build-initramfs.sh")
-ko=$REPO_DIR/kernel/as-iosched.ko
+initrd=$("$TESTBED_DIR/build-initramfs.sh" $bare)
+kernel=${kernel:-$KC/vmlinux}
+ko=${ko:-$REPO_DIR/kernel/as-iosched.ko}
 [ -f "$ko" ] || tb_die "build the module first: make -C kernel KVER=$KV"
 
 mkdir -p "$out"
@@ -60,8 +68,8 @@ fi
 tb_log "booting $KV: $job $* (out: $out)"
 set +e
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" \
-    -nographic -no-reboot -kernel "$KC/vmlinux" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=7 tsc=reliable clocksource=tsc" \
+    -nographic -no-reboot -kernel "$kernel" -initrd "$initrd" \
+    -append "console=ttyS0 panic=-1 loglevel=7 tsc=reliable clocksource=tsc $append" \
     -virtfs "local,path=$out,mount_tag=share,security_model=none,id=share" \
     -virtfs "local,path=$KC/fio,mount_tag=tools,security_model=none,id=tools,readonly=on" \
     "${drive[@]}" </dev/null >"$out/console.log" 2>&1
@@ -78,8 +86,9 @@ elif [ "$(cat "$out/job.rc")" != 0 ]; then
     echo "job exited with $(cat "$out/job.rc"); see job.log" >>"$out/failures"
 fi
 # The console catches what dmesg.txt cannot (a hang, a panic).
-if grep -aE 'Kernel panic|BUG:|WARNING:|Oops|Call Trace|lockdep|blocked for more than' "$out/console.log" >/dev/null; then
-    echo "console: $(grep -aE 'Kernel panic|BUG:|WARNING:|Oops|Call Trace|lockdep|blocked for more than' "$out/console.log" | head -2 | tr '\n' '|')" >>"$out/failures"
+bad='Kernel panic|BUG:|WARNING:|Oops|Call Trace|possible circular locking|inconsistent lock state|possible recursive locking|blocked for more than|KASAN|UBSAN'
+if grep -aE "$bad" "$out/console.log" >/dev/null; then
+    echo "console: $(grep -aE "$bad" "$out/console.log" | head -2 | tr '\n' '|')" >>"$out/failures"
 fi
 if [ -s "$out/failures" ]; then
     tb_log "FAILED: $job"

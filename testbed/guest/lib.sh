@@ -35,14 +35,15 @@ wait_no_fio() {
     done
 }
 
-# insmod one of the initramfs's modules (or a path) with parameters.
+# insmod one of the initramfs's modules (or a path) with parameters. A
+# module already there (loaded, or built into a kernel such as the debug
+# one, which takes the parameters on its command line) is left alone.
 load() {
     local m=$1
     shift
     case $m in
     */*) insmod "$m" "$@" ;;
-    *) grep -qx "$(echo "$m" | tr - _)" /proc/modules.names 2>/dev/null ||
-        insmod "/lib/modules/$m.ko" "$@" ;;
+    *) [ -d "/sys/module/$(echo "$m" | tr - _)" ] || insmod "/lib/modules/$m.ko" "$@" ;;
     esac
 }
 
