@@ -20,6 +20,8 @@ EXAMPLES = """\
 examples:
   iolab kernel overhead --reps 5 --secs 5 -o kernel-overhead
   iolab kernel overhead --report kernel-overhead        analyse again, no guest
+  iolab kernel compare -o kernel-compare                 simulator against kernel (about 1 h)
+  iolab kernel compare --report kernel-compare
 """
 
 
@@ -45,6 +47,10 @@ def register(subparsers) -> None:
     o.add_argument("--report", metavar="DIR", help="analyse the runs in DIR again (no guest)")
     o.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     o.set_defaults(func=run_overhead)
+
+    from iolab.kernel import compare
+
+    compare.register(sub)
 
 
 def _load() -> str:

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +39,8 @@ from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 DISKS = ["hp97560", "modern7200"]
 ELEVATORS = ["none", "mq-deadline", "anticipatory", "wpcas"]
 MARGIN = 0.05
+# The workloads compared ((a), (b), (c) of docs/kernel.md); zl1 measures.
+COMPARED = ["seqreaders", "randseq", "rwmix"]
 
 
 def register(sub) -> None:
@@ -48,8 +51,8 @@ def register(sub) -> None:
                     "simulator on the same disk model; report both side by side.",
     )
     c.add_argument("--disks", default=",".join(DISKS), metavar="LIST", help=f"default {','.join(DISKS)}")
-    c.add_argument("--workloads", default=",".join(WORKLOADS), metavar="LIST",
-                   help=f"default {','.join(WORKLOADS)}")
+    c.add_argument("--workloads", default=",".join(COMPARED), metavar="LIST",
+                   help=f"default {','.join(COMPARED)}")
     c.add_argument("--elevators", default=",".join(ELEVATORS), metavar="LIST",
                    help=f"default {','.join(ELEVATORS)}")
     c.add_argument("--reps", type=int, default=3, metavar="N", help="repetitions (default 3)")
@@ -222,7 +225,7 @@ def mean_ci(xs: list[float]) -> tuple[float, float]:
     m = sum(xs) / len(xs)
     if len(xs) < 2:
         return m, math.nan
-    return m, float(stats.t.ppf(0.975, len(xs) - 1) * stats.tstd(xs) / math.sqrt(len(xs)))
+    return m, float(stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)))
 
 
 def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
@@ -277,9 +280,6 @@ def zero_latency_overhead_us(share: Path) -> dict[str, float]:
     """The guest's time per request on a zero-latency disk: the median gap
     between the emulator's reply and the next request's arrival, per
     elevator, for the one-process workload (``zl1``) of the plan."""
-    import pandas as pd
-
-    log = pd.read_csv(share / "emu.csv", comment="#")
     plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
     cap = int((share / "disk.conf").read_text().split()[1]) + 2048
     p = Plan("zero-latency", [(int(i), wl, el, 0) for i, wl, el in plan])
@@ -288,5 +288,222 @@ def zero_latency_overhead_us(share: Path) -> dict[str, float]:
     for rid, wl, el, _ in p.runs:
         if rid in cuts:
             out.setdefault(el, []).append(cuts[rid]["median_gap_us"])
-    _ = log
     return {el: float(sum(v) / len(v)) for el, v in out.items()}
+
+
+# ---------------------------------------------------------------- simulator side
+
+
+def sim_scheduler_names() -> set[str]:
+    from iolab import _iolab
+
+    names = set()
+    for s in json.loads(_iolab.presets())["schedulers"]:
+        names.add(s["name"])
+        names.update(s.get("aliases", []))
+    return names
+
+
+def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
+    """The simulator's scheduler for a kernel elevator, and a note when it
+    stands in for one the simulator lacks."""
+    wanted = {"none": ["none", "noop"], "mq-deadline": ["mq-deadline", "deadline"],
+              "anticipatory": ["as"], "wpcas": ["wpcas"]}[elevator]
+    for i, name in enumerate(wanted):
+        if name in known:
+            note = "" if i == 0 else f"the simulator has no {wanted[0]}: {name} stands in"
+            return name, note
+    raise UserError(f"the simulator knows none of {', '.join(wanted)} for {elevator}")
+
+
+def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
+             overhead_us: float | None) -> tuple[dict, str]:
+    """The simulator's spec for one elevator (the guest's measured time per
+    request can differ between elevators, so each gets its own spec)."""
+    name, note = sim_counterpart(elevator, sim_scheduler_names())
+    spec = {
+        "name": f"kernel compare: {wl.name} on {disk}, {elevator}",
+        "disk": {"preset": disk, "queue_depth": 1},
+        "scheduler": [{"name": name, "label": elevator}],
+        "workload": sim_workload(wl),
+        "run": {"duration_s": runtime, "seed": 1, "repetitions": reps},
+    }
+    if overhead_us is not None:
+        spec["disk"]["host_overhead_us"] = overhead_us
+    return spec, note
+
+
+def run_sim(spec: dict) -> list[dict]:
+    from iolab.simulate import run_experiment, spec_from_dict
+
+    exp = spec_from_dict(spec, name=spec["name"])
+    return run_experiment(exp).document["runs"]
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _sim_side(runs: list[dict]) -> dict[str, Side]:
+    out: dict[str, Side] = {}
+    for r in runs:
+        s = out.setdefault(r["scheduler"], Side())
+        s.throughput.append(r["throughput_mb_s"])
+        s.p50.append(r["latency_ms"]["p50"])
+        s.p99.append(r["latency_ms"]["p99"])
+        a = r.get("anticipation") or {}
+        s.antic.append((a.get("started", 0), a.get("succeeded", 0), a.get("failed", 0)))
+    return out
+
+
+def _kernel_side(share: Path, plan: Plan, wl: str) -> dict[str, Side]:
+    out: dict[str, Side] = {}
+    for rid, w, el, _ in plan.runs:
+        if w != wl or not (share / "runs" / f"{rid}.json").exists():
+            continue
+        f = fio_summary(share / "runs" / f"{rid}.json")
+        st = stats_file(share / "runs" / f"{rid}.stats")
+        s = out.setdefault(el, Side())
+        s.throughput.append(f["throughput_mb_s"])
+        s.p50.append(f["p50_ms"])
+        s.p99.append(f["p99_ms"])
+        s.antic.append((st.get("antic_started", 0), st.get("antic_succeeded", 0), st.get("antic_failed", 0)))
+    return out
+
+
+def _fmt(m: float, h: float, digits: int = 2) -> str:
+    if math.isnan(m):
+        return "n/a"
+    return f"{m:.{digits}f}" if math.isnan(h) else f"{m:.{digits}f} ± {h:.{digits}f}"
+
+
+def analyse(out: Path) -> dict:
+    """Build compare.json and report.md from a finished comparison in ``out``."""
+    meta = json.loads((out / "meta.json").read_text())
+    rows = []
+    for disk in meta["disks"]:
+        share = out / disk
+        plan = Plan(disk, [tuple(r) for r in meta["plans"][disk]])
+        cuts = cut_log(share, plan, meta["capacity"][disk]) if (share / "emu.csv").exists() else {}
+        for wl in meta["workloads"]:
+            kern = _kernel_side(share, plan, wl)
+            simdoc = json.loads((out / "sim" / f"{disk}-{wl}.json").read_text())
+            sim = _sim_side(simdoc["runs"])
+            for el in meta["elevators"]:
+                k, s = kern.get(el, Side()), sim.get(el, Side())
+                km, kh = mean_ci(k.throughput)
+                sm, sh = mean_ci(s.throughput)
+                emu = [cuts[rid] for rid, w, e, _ in plan.runs if w == wl and e == el and rid in cuts]
+                rows.append({
+                    "disk": disk, "workload": wl, "elevator": el,
+                    "kernel_mb_s": [km, kh], "sim_mb_s": [sm, sh],
+                    "diff": (sm - km) / km if km else math.nan,
+                    "tost_p": tost(k.throughput, s.throughput),
+                    "kernel_p50_ms": mean_ci(k.p50)[0], "sim_p50_ms": mean_ci(s.p50)[0],
+                    "kernel_p99_ms": mean_ci(k.p99)[0], "sim_p99_ms": mean_ci(s.p99)[0],
+                    "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
+                    "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
+                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]} if emu else {},
+                    "sim_disk": {
+                        "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
+                                                if r["scheduler"] == el])[0],
+                        "mean_seek_cylinders": mean_ci([r["seek"]["mean_cylinders"] for r in simdoc["runs"]
+                                                        if r["scheduler"] == el])[0],
+                    },
+                    "note": meta.get("notes", {}).get(el, ""),
+                })
+    result = {"meta": meta, "rows": rows}
+    (out / "compare.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    (out / "report.md").write_text(report(result))
+    return result
+
+
+def report(result: dict) -> str:
+    meta = result["meta"]
+    lines = [
+        "# Simulator against kernel",
+        "",
+        f"Kernel {meta['kernel']}; {meta['reps']} repetitions of {meta['runtime']} s; host load "
+        f"{meta['load_before']} before, {meta['load_after']} after. Guest time per request "
+        f"(zero-latency disk): {json.dumps(meta.get('overhead_us'))} µs.",
+        "",
+        "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
+        "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
+        "two within ±5% (p < 0.05). Latency: fio's total latency (p50/p99 ms); anticipation: "
+        "A-T / A-S / A-F per run.",
+        "",
+        "| disk | workload | elevator | kernel MB/s | sim MB/s | diff | ≡5% | p50 k/s | p99 k/s | "
+        "antic k | antic s | disk util k/s | seek cyl k/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        eq = "yes" if r["tost_p"] < 0.05 else ("no" if not math.isnan(r["tost_p"]) else "n/a")
+        ka = "/".join(f"{x:.0f}" for x in r["kernel_antic"])
+        sa = "/".join(f"{x:.0f}" for x in r["sim_antic"])
+        emu = r["emu"]
+        util = f"{emu.get('utilization', math.nan):.2f}/{r['sim_disk']['utilization']:.2f}"
+        seek = f"{emu.get('mean_seek_cylinders', math.nan):.0f}/{r['sim_disk']['mean_seek_cylinders']:.0f}"
+        lines.append(
+            f"| {r['disk']} | {r['workload']} | {r['elevator']}{' *' if r['note'] else ''} | "
+            f"{_fmt(*r['kernel_mb_s'])} | {_fmt(*r['sim_mb_s'])} | {r['diff'] * 100:+.1f}% | {eq} | "
+            f"{r['kernel_p50_ms']:.1f}/{r['sim_p50_ms']:.1f} | {r['kernel_p99_ms']:.0f}/{r['sim_p99_ms']:.0f} | "
+            f"{ka} | {sa} | {util} | {seek} |")
+    notes = {r["elevator"]: r["note"] for r in result["rows"] if r["note"]}
+    for el, n in notes.items():
+        lines.append(f"\n\\* {el}: {n}.")
+    return "\n".join(lines) + "\n"
+
+
+def run_compare(args) -> int:
+    if args.report:
+        out = Path(args.report)
+        if not (out / "meta.json").exists():
+            raise UserError(f"{out}: no meta.json (not a finished `iolab kernel compare` directory)")
+        print(report(analyse(out)))
+        return 0
+    disks = _list(args.disks, DISKS, "disks")
+    workloads = _list(args.workloads, COMPARED, "workloads")
+    elevators = _list(args.elevators, ELEVATORS, "elevators")
+    if args.reps < 1 or args.runtime < 2:
+        raise UserError("--reps must be at least 1 and --runtime at least 2 s")
+    repo = testbed.find_repo(args.repo)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    kver = testbed.prepare(repo)
+    meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
+            "reps": args.reps, "runtime": args.runtime, "load_before": _load(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
+    # 1. the guest's own time per request, once, on a zero-latency disk
+    if args.overhead_us is not None:
+        meta["overhead_us"] = {el: args.overhead_us for el in elevators}
+    else:
+        print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
+        zl = make_plan(disks[0], ["zl1"], elevators, 1)
+        share = run_disk(repo, out, disks[0], zl, 10, zero_latency=True)
+        meta["overhead_us"] = zero_latency_overhead_us(share)
+    # 2. the kernel on each emulated disk
+    for disk in disks:
+        plan = make_plan(disk, workloads, elevators, args.reps)
+        meta["plans"][disk] = plan.runs
+        meta["capacity"][disk] = _capacity_sectors(disk)
+        print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
+              f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {_load()}", flush=True)
+        run_disk(repo, out, disk, plan, args.runtime)
+    meta["load_after"] = _load()
+    # 3. the simulator, same disks, workloads and durations
+    (out / "sim").mkdir(exist_ok=True)
+    notes: dict[str, str] = {}
+    for disk in disks:
+        for wl in workloads:
+            runs = []
+            for el in elevators:
+                spec, note = sim_spec(disk, WORKLOADS[wl], el, args.runtime, args.reps,
+                                      meta["overhead_us"].get(el))
+                if note:
+                    notes[el] = note
+                (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")
+                runs += run_sim(spec)
+            (out / "sim" / f"{disk}-{wl}.json").write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+    meta["notes"] = notes
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(report(analyse(out)))
+    return 0

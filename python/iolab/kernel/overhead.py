@@ -21,6 +21,7 @@ positive are reported as such and left out of its interval).
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def geo_interval(ratios: list[float]) -> Ratio:
     m = sum(logs) / len(logs)
     if len(logs) == 1:
         return Ratio(math.exp(m), math.nan, math.nan, 1)
-    sd = stats.tstd(logs)
+    sd = statistics.stdev(logs)
     half = stats.t.ppf(0.975, len(logs) - 1) * sd / math.sqrt(len(logs))
     return Ratio(math.exp(m), math.exp(m - half), math.exp(m + half), len(logs))
 

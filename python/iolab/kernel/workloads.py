@@ -60,11 +60,19 @@ WORKLOADS: dict[str, Workload] = {
              Group("seq", 2, "sequential", "read", 16, 64, think_ms=1.0)),
         ),
         Workload(
+            "zl1",
+            "one synchronous random reader, 4 KiB, no think time: the guest's own time per "
+            "request on a zero-latency disk",
+            (Group("rand", 1, "random", "read", 4, 512),),
+        ),
+        Workload(
             "rwmix",
-            "(c) 2 sequential readers (16 KiB, 2 ms think) and 2 random 70/30 read/write "
-            "processes (4 KiB, O_DIRECT: synchronous writes)",
-            (Group("seq", 2, "sequential", "read", 16, 64, think_ms=2.0),
-             Group("mix", 2, "random", "mix", 4, 512)),
+            "(c) 2 random 70/30 read/write processes (4 KiB, O_DIRECT: synchronous writes) "
+            "and 2 sequential readers (16 KiB, 2 ms think)",
+            # the large regions first: spread placement then keeps every
+            # region apart on the 1.3 GB HP 97560
+            (Group("mix", 2, "random", "mix", 4, 512),
+             Group("seq", 2, "sequential", "read", 16, 64, think_ms=2.0)),
         ),
     ]
 }

@@ -36,8 +36,8 @@ def test_sim_workload_lists_every_group():
     w = sim_workload(WORKLOADS["rwmix"])
     assert w["kind"] == "processes" and w["placement"] == "spread"
     assert [g["count"] for g in w["group"]] == [2, 2]
-    assert w["group"][0]["think"] == {"dist": "constant", "ms": 2.0}
-    assert w["group"][1]["op"] == "mix" and w["group"][1]["read_fraction"] == 0.7
+    assert w["group"][1]["think"] == {"dist": "constant", "ms": 2.0}
+    assert w["group"][0]["op"] == "mix" and w["group"][0]["read_fraction"] == 0.7
     assert all(g["sync"] for g in w["group"])
 
 
