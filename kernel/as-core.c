@@ -389,12 +389,12 @@ static void as_insert_request(struct as_data *ad, struct request *rq,
 	if (blk_mq_sched_try_insert_merge(q, rq, free))
 		return;
 	ad->inserted++;
+	dir = op_is_sync(rq->cmd_flags) ? AS_SYNC : AS_ASYNC;
 	if (at_head) {
-		as_rq_set_flags(rq, as_rq_flags(rq) | AS_RQ_ATHEAD);
+		as_rq_set_flags(rq, (dir == AS_SYNC ? AS_RQ_SYNC : 0) | AS_RQ_ATHEAD);
 		list_add_tail(&rq->queuelist, &ad->dispatch);
 		return;
 	}
-	dir = op_is_sync(rq->cmd_flags) ? AS_SYNC : AS_ASYNC;
 	as_rq_set_flags(rq, (dir == AS_SYNC ? AS_RQ_SYNC : 0) | AS_RQ_QUEUED);
 	/* History first, so the think-time rule does not see rq as queued. */
 	if (proc) {

@@ -65,11 +65,15 @@ elif [ -n "$nbd" ]; then
     drive=(-drive "file=nbd:unix:$nbd,format=raw,if=virtio")
 fi
 
+# The guest's CPUs are threads of a host that other work may starve for
+# seconds (QEMU's TCG): its RCU-stall and soft-lockup reports (21 s and 20 s
+# by default) then accuse no one. A minute still catches a real stall.
+watchdogs="rcupdate.rcu_cpu_stall_timeout=60 watchdog_thresh=30"
 tb_log "booting $KV: $job $* (out: $out)"
 set +e
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" \
     -nographic -no-reboot -kernel "$kernel" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=7 tsc=reliable clocksource=tsc $append" \
+    -append "console=ttyS0 panic=-1 loglevel=7 tsc=reliable clocksource=tsc $watchdogs $append" \
     -virtfs "local,path=$out,mount_tag=share,security_model=none,id=share" \
     -virtfs "local,path=$KC/fio,mount_tag=tools,security_model=none,id=tools,readonly=on" \
     "${drive[@]}" </dev/null >"$out/console.log" 2>&1

@@ -89,7 +89,9 @@ class Emulator:
     def __init__(self, disk: str, image: Path, socket: Path, log: Path, zero_latency: bool = False):
         self.socket = socket
         self.log = log
-        cmd = [sys.executable, "-m", "iolab", "emu", "--disk", disk, "--image", str(image),
+        # IOLAB_EMU: another iolab executable whose `emu` serves the disk
+        base = [os.environ["IOLAB_EMU"]] if os.environ.get("IOLAB_EMU") else [sys.executable, "-m", "iolab"]
+        cmd = [*base, "emu", "--disk", disk, "--image", str(image),
                "--socket", str(socket), "--log", str(log), "--no-sync"]
         if zero_latency:
             cmd.append("--zero-latency")
@@ -246,17 +248,19 @@ def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
 
 
 def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
-    """Per run, what the emulated disk saw between the run's two markers."""
+    """Per run, what the emulated disk saw between the run's two markers.
+    A marker block read twice (the same run interrupted?) keeps its last."""
     import pandas as pd
 
     log = pd.read_csv(share / "emu.csv", comment="#")
     marker = capacity - 2048
-    is_mark = (log["op"] == "read") & (log["nr_sectors"] == 1) & (log["sector"] >= marker) & \
-        (log["sector"] < marker + 2 * len(plan.runs) + 2)
-    marks = {int(s): i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
+    # the (2*ID)th and (2*ID+1)th 4 KiB block from marker_sector on
+    is_mark = (log["op"] == "read") & (log["sector"] >= marker) & \
+        (log["sector"] < marker + 8 * (2 * len(plan.runs) + 2)) & ((log["sector"] - marker) % 8 == 0)
+    marks = {int(s - marker) // 8: i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
     out = {}
     for rid, *_ in plan.runs:
-        a, b = marks.get(marker + 2 * rid), marks.get(marker + 2 * rid + 1)
+        a, b = marks.get(2 * rid), marks.get(2 * rid + 1)
         if a is None or b is None:
             continue
         rows = log.loc[a + 1:b - 1]

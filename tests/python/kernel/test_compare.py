@@ -55,11 +55,11 @@ def test_the_emulator_log_is_cut_at_the_markers(tmp_path):
                     f"{arrival + service},{arrival + service + 1000},{service},0,0,0,0,{cyl},miss,")
 
     rq("read", 0, 8, 0, 10)                 # before the run: not counted
-    rq("read", m + 0, 1, 100, 10)           # run 0 starts
+    rq("read", m + 0, 8, 100, 10)           # run 0 starts
     rq("read", 100, 8, 1_000, 4_000, 3)
     rq("write", 200, 8, 6_000, 2_000, 5)
     rq("flush", 0, 0, 9_000, 0)             # not a data request
-    rq("read", m + 1, 1, 10_000, 10)        # run 0 ends
+    rq("read", m + 8, 8, 10_000, 10)        # run 0 ends
     (tmp_path / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + cols + "\n" + "\n".join(rows) + "\n")
     plan = Plan("hp97560", [(0, "seqreaders", "none", 0), (1, "seqreaders", "wpcas", 0)])
     cuts = cut_log(tmp_path, plan, cap)
