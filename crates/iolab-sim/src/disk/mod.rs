@@ -19,6 +19,7 @@ pub mod controller;
 pub mod diskspecs;
 pub mod fixed;
 pub mod hdd;
+pub mod host;
 pub mod layout;
 pub mod paramfile;
 pub mod presets;
@@ -106,6 +107,10 @@ pub struct DiskSpec {
     /// Service time of the `fixed` preset, in ms.
     #[serde(default)]
     pub fixed_ms: Option<f64>,
+    /// The host's own time per request, µs, outside the disk: a measured
+    /// input (`host::HostOverhead`; `iolab kernel compare` measures it).
+    #[serde(default)]
+    pub host_overhead_us: f64,
 }
 
 fn one() -> u32 {
@@ -120,6 +125,7 @@ impl Default for DiskSpec {
             queue_depth: 1,
             device_order: DeviceOrder::Fifo,
             fixed_ms: None,
+            host_overhead_us: 0.0,
         }
     }
 }
@@ -133,6 +139,11 @@ pub static PRESETS: &[(&str, &str)] = &[
 
 /// Build the disk a spec describes. `base_dir` resolves relative paths.
 pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
+    host::HostOverhead::wrap(build_model(spec, base_dir)?, spec.host_overhead_us)
+}
+
+/// The disk model alone, without the host's time.
+fn build_model(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
     if spec.queue_depth == 0 {
         return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
     }
