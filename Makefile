@@ -4,6 +4,7 @@
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 #   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
+#   make bench-emu    the emulated disk under qemu-io against iolab run (docs/emu.md)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -12,7 +13,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean \
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-emu clean \
 	test-kernel test-kernel-debug
 
 all: build
@@ -63,6 +64,10 @@ bench: build
 # FastQueue against its peers; a few minutes (see docs/fastqueue.md).
 bench-queue: build
 	$(IOLAB) queue bench --recovery-mib 1024
+
+# The emulated disk: random reads through qemu-io against iolab run (docs/emu.md).
+bench-emu: build
+	$(PY) -m iolab.emu_bench
 
 clean:
 	cargo clean

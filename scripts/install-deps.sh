@@ -9,6 +9,10 @@ have_sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "
 have_sbin losetup || need+=(mount)
 have_sbin blkid || need+=(util-linux)
 have_sbin mkfs.ext4 || need+=(e2fsprogs)
+# iolab emu's tests and benchmark: QEMU's NBD client (qemu-io, qemu-img), libnbd's nbdinfo, a QEMU guest.
+command -v qemu-io >/dev/null 2>&1 || need+=(qemu-utils)
+command -v nbdinfo >/dev/null 2>&1 || need+=(libnbd-bin)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
 fi

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod emu;
 mod fastqueue;
 mod kernel;
 mod sim;
@@ -16,5 +17,6 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     validate::register(m)?;
     fastqueue::register(m)?;
     kernel::register(m)?;
+    emu::register(m)?;
     Ok(())
 }

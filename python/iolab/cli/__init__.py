@@ -24,6 +24,7 @@ SUBCOMMANDS = [
     "iolab.cli.bench",
     "iolab.cli.queue",
     "iolab.cli.kernel",
+    "iolab.cli.emu",
 ]
 
 

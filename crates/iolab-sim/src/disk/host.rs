@@ -59,6 +59,10 @@ impl Disk for HostOverhead {
         s.overhead_ns += self.overhead_ns;
         s
     }
+    /// A flush is the drive's own business (no host time is added).
+    fn flush(&mut self, now: SimTime) -> Service {
+        self.inner.flush(now)
+    }
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64 {
         self.inner.positioning_ns(rq, now)
     }
