@@ -8,8 +8,10 @@ every request logged) and runs every workload under every elevator,
 workloads (:mod:`.workloads`) run in the simulator on the same preset, one
 seed per repetition. Before that, one boot on a zero-latency emulated disk
 measures the guest's own time per request (the gap between the emulator's
-reply and the next request's arrival), which the simulator takes as a
-measured input (``[disk] host_overhead_us``, see docs/kernel.md).
+reply and the next request's arrival, :func:`measure_host`), which the
+simulator takes as measured inputs: ``[disk] host_overhead_us`` for the part
+every request pays, extra think time for the part a process pays between
+its completion and its next request (see docs/kernel.md).
 
 Everything lands in the output directory: the guest runs (fio JSON, the
 module's counters, the emulator's log cut into runs) and ``compare.json`` /
@@ -39,8 +41,10 @@ from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 DISKS = ["hp97560", "modern7200"]
 ELEVATORS = ["none", "mq-deadline", "anticipatory", "wpcas"]
 MARGIN = 0.05
-# The workloads compared ((a), (b), (c) of docs/kernel.md); zl1 measures.
+# The workloads compared ((a), (b), (c) of docs/kernel.md); the zl* ones
+# measure the guest on a zero-latency disk.
 COMPARED = ["seqreaders", "randseq", "rwmix"]
+MEASURE = ["zlt0", "zlt1", "zlt2", "zlq8"]
 
 
 def register(sub) -> None:
@@ -269,6 +273,7 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             continue
         span = rows["complete_ns"].max() - rows["arrival_ns"].min()
         gaps = (rows["arrival_ns"].values[1:] - rows["reply_ns"].values[:-1]) / 1e3
+        gaps = gaps[gaps >= 0]  # < 0: the next request came while this one was served
         out[rid] = {
             "requests": int(len(rows)),
             "mean_kb": float(rows["length"].mean() / 1024),
@@ -276,23 +281,41 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             "mean_service_ms": float(rows["service_ns"].mean() / 1e6),
             "mean_seek_cylinders": float(rows["seek_cylinders"].mean()),
             "median_gap_us": float(pd.Series(gaps).median()) if len(gaps) else math.nan,
+            "mean_gap_us": float(gaps.mean()) if len(gaps) else math.nan,
         }
     return out
 
 
-def zero_latency_overhead_us(share: Path) -> dict[str, float]:
-    """The guest's time per request on a zero-latency disk: the median gap
-    between the emulator's reply and the next request's arrival, per
-    elevator, for the one-process workload (``zl1``) of the plan."""
+def measure_host(share: Path) -> dict[str, dict]:
+    """The guest's own time per request, per elevator, from a zero-latency
+    run of the ``MEASURE`` workloads (every request costs the disk 0 ns, so
+    any time between the emulator's reply and the next arrival is the
+    guest's):
+
+    * ``device_us``: the mean gap with eight processes, so that a request
+      is nearly always waiting: completion interrupt, the block layer, the
+      elevator, the next dispatch, QEMU and NBD. The simulator charges it to
+      every request (``[disk] host_overhead_us``).
+    * ``think_us[t]``: for one process thinking ``t`` ms, the mean gap less
+      ``t`` and ``device_us``: waking the process, fio's sleep overshooting
+      its think time, the system calls. The simulator adds it to the think
+      time of processes that think ``t`` ms.
+    """
     plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
     cap = int((share / "disk.conf").read_text().split()[1]) + 2048
     p = Plan("zero-latency", [(int(i), wl, el, 0) for i, wl, el in plan])
     cuts = cut_log(share, p, cap)
-    out: dict[str, list[float]] = {}
+    gap: dict[tuple[str, str], float] = {}
     for rid, wl, el, _ in p.runs:
         if rid in cuts:
-            out.setdefault(el, []).append(cuts[rid]["median_gap_us"])
-    return {el: float(sum(v) / len(v)) for el, v in out.items()}
+            gap[(el, wl)] = cuts[rid]["mean_gap_us"]
+    out = {}
+    for el in sorted({el for el, _ in gap}):
+        dev = gap.get((el, "zlq8"), math.nan)
+        think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in (0, 1, 2) if (el, f"zlt{t}") in gap}
+        out[el] = {"device_us": dev, "think_us": {str(t): v for t, v in think.items()},
+                   "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in (0, 1, 2) if (el, f"zlt{t}") in gap}}
+    return out
 
 
 # ---------------------------------------------------------------- simulator side
@@ -321,19 +344,26 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
 
 
 def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
-             overhead_us: float | None) -> tuple[dict, str]:
-    """The simulator's spec for one elevator (the guest's measured time per
-    request can differ between elevators, so each gets its own spec)."""
+             host: dict | None) -> tuple[dict, str]:
+    """The simulator's spec for one elevator, with the guest's measured time
+    per request (``host``, from :func:`measure_host`; it can differ between
+    elevators, so each gets its own spec)."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
+    extra = {}
+    disk_tbl = {"preset": disk, "queue_depth": 1}
+    if host:
+        dev = host.get("device_us", 0.0)
+        if not math.isnan(dev):
+            disk_tbl["host_overhead_us"] = round(max(dev, 0.0), 3)
+        extra = {float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items()
+                 if not math.isnan(v)}
     spec = {
         "name": f"kernel compare: {wl.name} on {disk}, {elevator}",
-        "disk": {"preset": disk, "queue_depth": 1},
+        "disk": disk_tbl,
         "scheduler": [{"name": name, "label": elevator}],
-        "workload": sim_workload(wl),
+        "workload": sim_workload(wl, extra),
         "run": {"duration_s": runtime, "seed": 1, "repetitions": reps},
     }
-    if overhead_us is not None:
-        spec["disk"]["host_overhead_us"] = overhead_us
     return spec, note
 
 
@@ -427,8 +457,17 @@ def report(result: dict) -> str:
         "# Simulator against kernel",
         "",
         f"Kernel {meta['kernel']}; {meta['reps']} repetitions of {meta['runtime']} s; host load "
-        f"{meta['load_before']} before, {meta['load_after']} after. Guest time per request "
-        f"(zero-latency disk): {json.dumps(meta.get('overhead_us'))} µs.",
+        f"{meta['load_before']} before, {meta['load_after']} after.",
+        "",
+        "The guest's own time per request, measured on a zero-latency disk and given to the "
+        "simulator (µs; `device`: with a queue, charged to every request; `think+t`: on top of a "
+        "process's t ms think time):",
+        "",
+        "| elevator | device | think+0 | think+1 | think+2 |",
+        "|---|---|---|---|---|",
+        *[f"| {el} | {h['device_us']:.0f} | "
+          + " | ".join(f"{h['think_us'].get(t, math.nan):.0f}" for t in ("0", "1", "2")) + " |"
+          for el, h in meta.get("host", {}).items()],
         "",
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
@@ -478,12 +517,12 @@ def run_compare(args) -> int:
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request, once, on a zero-latency disk
     if args.overhead_us is not None:
-        meta["overhead_us"] = {el: args.overhead_us for el in elevators}
+        meta["host"] = {el: {"device_us": args.overhead_us, "think_us": {}} for el in elevators}
     else:
         print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
-        zl = make_plan(disks[0], ["zl1"], elevators, 1)
-        share = run_disk(repo, out, disks[0], zl, 10, zero_latency=True)
-        meta["overhead_us"] = zero_latency_overhead_us(share)
+        zl = make_plan(disks[0], MEASURE, elevators, 1)
+        share = run_disk(repo, out, disks[0], zl, 8, zero_latency=True)
+        meta["host"] = measure_host(share)
     # 2. the kernel on each emulated disk
     for disk in disks:
         plan = make_plan(disk, workloads, elevators, args.reps)
@@ -501,7 +540,7 @@ def run_compare(args) -> int:
             runs = []
             for el in elevators:
                 spec, note = sim_spec(disk, WORKLOADS[wl], el, args.runtime, args.reps,
-                                      meta["overhead_us"].get(el))
+                                      meta["host"].get(el))
                 if note:
                     notes[el] = note
                 (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")

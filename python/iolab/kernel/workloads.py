@@ -59,12 +59,13 @@ WORKLOADS: dict[str, Workload] = {
             (Group("rand", 2, "random", "read", 4, 512),
              Group("seq", 2, "sequential", "read", 16, 64, think_ms=1.0)),
         ),
-        Workload(
-            "zl1",
-            "one synchronous random reader, 4 KiB, no think time: the guest's own time per "
-            "request on a zero-latency disk",
-            (Group("rand", 1, "random", "read", 4, 512),),
-        ),
+        # The guest's own time per request, measured on a zero-latency disk
+        # (compare.measure_host): one process per think time the compared
+        # workloads use, and eight processes (a queue at the device).
+        *[Workload(f"zlt{t}", f"zero-latency: one synchronous random reader, {t} ms think",
+                   (Group("rand", 1, "random", "read", 4, 512, think_ms=float(t)),)) for t in (0, 1, 2)],
+        Workload("zlq8", "zero-latency: eight synchronous random readers, no think",
+                 (Group("rand", 8, "random", "read", 4, 64),)),
         Workload(
             "rwmix",
             "(c) 2 random 70/30 read/write processes (4 KiB, O_DIRECT: synchronous writes) "
@@ -140,9 +141,12 @@ def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda"
     return "\n".join(lines)
 
 
-def sim_workload(w: Workload) -> dict:
-    """The simulator's ``[workload]`` table of ``w``."""
+def sim_workload(w: Workload, extra_think_ms: dict[float, float] | None = None) -> dict:
+    """The simulator's ``[workload]`` table of ``w``. ``extra_think_ms``
+    maps a group's think time to the guest's measured time on top of it
+    (between a completion and the process's next request)."""
     groups = []
+    extra_think_ms = extra_think_ms or {}
     for g in w.groups:
         grp = {
             "name": g.name,
@@ -155,7 +159,8 @@ def sim_workload(w: Workload) -> dict:
         }
         if g.op == "mix":
             grp["read_fraction"] = g.read_fraction
-        if g.think_ms > 0:
-            grp["think"] = {"dist": "constant", "ms": g.think_ms}
+        think = g.think_ms + extra_think_ms.get(g.think_ms, 0.0)
+        if think > 0:
+            grp["think"] = {"dist": "constant", "ms": round(think, 4)}
         groups.append(grp)
     return {"kind": "processes", "placement": "spread", "group": groups}
