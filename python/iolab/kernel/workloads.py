@@ -33,6 +33,9 @@ class Group:
     file_mb: int
     think_ms: float = 0.0
     read_fraction: float = 0.7  # for op = "mix"
+    # > 1: fio's libaio with this many in flight (measurement only: the
+    # simulator's processes here are closed-loop with one request)
+    iodepth: int = 1
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,8 @@ WORKLOADS: dict[str, Workload] = {
         # workloads use, and eight processes (a queue at the device).
         *[Workload(f"zlt{t}", f"zero-latency: one synchronous random reader, {t} ms think",
                    (Group("rand", 1, "random", "read", 4, 512, think_ms=float(t)),)) for t in (0, 1, 2)],
-        Workload("zlq8", "zero-latency: eight synchronous random readers, no think",
-                 (Group("rand", 8, "random", "read", 4, 64),)),
+        Workload("zlaio8", "zero-latency: one process keeping 8 random reads in flight (libaio)",
+                 (Group("rand", 1, "random", "read", 4, 512, iodepth=8),)),
         Workload(
             "rwmix",
             "(c) 2 random 70/30 read/write processes (4 KiB, O_DIRECT: synchronous writes) "
@@ -137,6 +140,8 @@ def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda"
             lines.append(f"rwmixread={round(g.read_fraction * 100)}")
         if g.think_ms > 0:
             lines.append(f"thinktime={round(g.think_ms * 1000)}")
+        if g.iodepth > 1:
+            lines += ["ioengine=libaio", f"iodepth={g.iodepth}"]
         lines.append("")
     return "\n".join(lines)
 
@@ -148,6 +153,8 @@ def sim_workload(w: Workload, extra_think_ms: dict[float, float] | None = None) 
     groups = []
     extra_think_ms = extra_think_ms or {}
     for g in w.groups:
+        if g.iodepth > 1:
+            raise ValueError(f"{w.name}: a group with iodepth {g.iodepth} has no simulator counterpart")
         grp = {
             "name": g.name,
             "count": g.count,

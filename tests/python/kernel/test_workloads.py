@@ -58,3 +58,17 @@ def test_fio_accepts_every_job(tmp_path, name):
     job.write_text(fio_job(WORKLOADS[name], HP97560_SECTORS, 5, device=str(tmp_path / "disk")))
     r = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_measurement_workloads_are_fio_only():
+    text = fio_job(WORKLOADS["zlaio8"], HP97560_SECTORS, 5)
+    assert "ioengine=libaio" in text and "iodepth=8" in text
+    with pytest.raises(ValueError, match="no simulator counterpart"):
+        sim_workload(WORKLOADS["zlaio8"])
+
+
+def test_measured_think_is_added_per_think_time():
+    w = sim_workload(WORKLOADS["randseq"], {0.0: 0.3, 1.0: 0.5})
+    rand, seq = w["group"]
+    assert rand["think"] == {"dist": "constant", "ms": 0.3}
+    assert seq["think"] == {"dist": "constant", "ms": 1.5}
