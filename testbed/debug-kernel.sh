@@ -5,7 +5,8 @@
 # DEBUG_LIST, object debugging for timers, and KASAN (generic). Everything
 # the guest needs is built in; only our module is loaded.
 #
-#   testbed/debug-kernel.sh        prints the build directory (KDIR)
+#   testbed/debug-kernel.sh        prints the build directory (KDIR; the
+#                                  kernel is KDIR/arch/x86/boot/bzImage)
 #
 # The build lives in $TESTBED_CACHE/debug-<version>/ and is reused; the
 # first build takes long (tens of minutes on 2 busy cores).
@@ -16,7 +17,7 @@ KV=$(tb_kver)
 PKGVER=$(tb_pkgver "$KV")
 dir=$TESTBED_CACHE/debug-$PKGVER
 src=$dir/linux
-if [ -s "$dir/vmlinux.done" ] && [ -s "$src/vmlinux" ]; then
+if [ -s "$dir/vmlinux.done" ] && [ -s "$src/arch/x86/boot/bzImage" ] && [ -e "$src/Module.symvers" ]; then
     echo "$src"
     exit 0
 fi
@@ -67,7 +68,9 @@ if [ ! -e .config.iolab ] || [ "$0" -nt .config.iolab ]; then
     cp .config .config.iolab
 fi
 tb_log "building the debug kernel in $src (make -j$(nproc))"
-nice make -s -j"$(nproc)" vmlinux modules >"$dir/build.log" 2>&1 ||
+# bzImage: this small kernel does not come up when QEMU boots its vmlinux
+# by PVH, as it does Debian's
+nice make -s -j"$(nproc)" bzImage modules >"$dir/build.log" 2>&1 ||
     { tail -30 "$dir/build.log" >&2; tb_die "debug kernel build failed"; }
 date >"$dir/vmlinux.done"
 echo "$src"

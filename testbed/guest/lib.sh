@@ -43,7 +43,10 @@ load() {
     shift
     case $m in
     */*) insmod "$m" "$@" ;;
-    *) [ -d "/sys/module/$(echo "$m" | tr - _)" ] || insmod "/lib/modules/$m.ko" "$@" ;;
+    *) [ -d "/sys/module/$(echo "$m" | tr - _)" ] && return 0
+       # not in the initramfs: the kernel has it built in (the debug one)
+       [ -e "/lib/modules/$m.ko" ] || return 0
+       insmod "/lib/modules/$m.ko" "$@" ;;
     esac
 }
 
