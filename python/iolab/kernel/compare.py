@@ -27,7 +27,6 @@ import json
 import math
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -223,15 +222,16 @@ class Side:
 
 
 def mean_ci(xs: list[float]) -> tuple[float, float]:
-    from scipy import stats
+    """Mean and 95% t half-width (NaN for fewer than two values)."""
+    import numpy as np
+
+    from iolab.report import ci95
 
     xs = [x for x in xs if not math.isnan(x)]
     if not xs:
         return math.nan, math.nan
     m = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return m, math.nan
-    return m, float(stats.t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)))
+    return m, (ci95(np.array(xs)) if len(xs) > 1 else math.nan)
 
 
 def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
