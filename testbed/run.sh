@@ -90,7 +90,7 @@ elif [ "$(cat "$out/job.rc")" != 0 ]; then
     echo "job exited with $(cat "$out/job.rc"); see job.log" >>"$out/failures"
 fi
 # The console catches what dmesg.txt cannot (a hang, a panic).
-bad='Kernel panic|BUG:|WARNING:|Oops|Call Trace|possible circular locking|inconsistent lock state|possible recursive locking|blocked for more than|KASAN|UBSAN'
+bad='Kernel panic|BUG:|WARNING:|Oops|Call Trace|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|lockdep is turned off|blocked for more than|detected stalls|KASAN|UBSAN'
 if grep -aE "$bad" "$out/console.log" >/dev/null; then
     echo "console: $(grep -aE "$bad" "$out/console.log" | head -2 | tr '\n' '|')" >>"$out/failures"
 fi

@@ -99,7 +99,11 @@ check_stats() { # dev label [rest]
 }
 
 # Any warning, bug, oops, lockdep report or hung task fails the run.
-BAD_DMESG='WARNING:|BUG:|Oops|general protection|Call Trace|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|hung_task|blocked for more than|soft lockup|hard LOCKUP|INFO: rcu|RCU stall|KASAN|UBSAN|kernel BUG|refcount_t:|list_add corruption|list_del corruption|stack-protector|segfault'
+# (Lockdep's own reports: "possible circular/recursive locking", "inconsistent
+# lock state", "suspicious RCU usage", "held lock freed", "bad unlock
+# balance", and "lockdep is turned off" after any of them; the boot line
+# "RCU lockdep checking is enabled" is not one.)
+BAD_DMESG='WARNING:|BUG:|Oops|general protection|Call Trace|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|held lock freed|bad unlock balance|lockdep is turned off|DEBUG_LOCKS_WARN_ON|hung_task|blocked for more than|soft lockup|hard LOCKUP|rcu_preempt detected stalls|rcu_sched detected stalls|KASAN|UBSAN|kernel BUG|refcount_t:|list_add corruption|list_del corruption|stack-protector|segfault'
 
 check_dmesg() {
     if dmesg | grep -E "$BAD_DMESG" >/tmp/bad-dmesg; then
