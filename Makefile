@@ -4,6 +4,7 @@
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 #   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
+#   make bench-mail   the mail server: FastQueue vs one file per message vs Postfix (docs/mail.md)
 #   make bench-emu    the emulated disk under qemu-io against iolab run (docs/emu.md)
 
 VENV   ?= .venv
@@ -13,7 +14,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-emu clean \
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail bench-emu clean \
 	test-kernel test-kernel-debug
 
 all: build
@@ -60,10 +61,15 @@ demo: build
 
 bench: build
 	cargo run --release -q -p iolab-sim --bin iolab-sim-bench
+	$(PY) scripts/bench_commands.py
 
 # FastQueue against its peers; a few minutes (see docs/fastqueue.md).
 bench-queue: build
 	$(IOLAB) queue bench --recovery-mib 1024
+
+# The mail server under smtp-source load, three systems; needs root and `make deps` (docs/mail.md).
+bench-mail: build
+	$(IOLAB) mail bench
 
 # The emulated disk: random reads through qemu-io against iolab run (docs/emu.md).
 bench-emu: build

@@ -200,8 +200,14 @@ fn flush_and_fua_cost_the_write_back_on_the_modern_drive() {
     let srv = Server::start(disk.clone(), |_| {});
     let mut c = srv.client();
     let big = vec![0xa5u8; 1 << 20];
-    c.write(1 << 34, &big);
-    assert_eq!(c.request(CMD_FLUSH, 0, 0, 0, &[]).0, 0);
+    // The flush goes out right behind the write, without waiting for its
+    // reply: on a slow or loaded machine a flush sent after the reply could
+    // arrive once the cache has already destaged the write, and then rightly
+    // costs nothing.
+    let w = c.send(CMD_WRITE, 0, 1 << 34, 1 << 20, &big);
+    let f = c.send(CMD_FLUSH, 0, 0, 0, &[]);
+    assert_eq!(c.reply(), (0, w));
+    assert_eq!(c.reply(), (0, f));
     assert_eq!(
         c.request(CMD_WRITE, CMD_FLAG_FUA, 1 << 35, 1 << 20, &big).0,
         0
