@@ -72,6 +72,14 @@ fi
 # (arch/x86/kernel/apic/io_apic.c, check_timer: "IO-APIC + timer doesn't
 # work!", a panic); no_timer_check skips it, as virtualised guests do.
 watchdogs="rcupdate.rcu_cpu_stall_timeout=60 watchdog_thresh=30 no_timer_check"
+# Starvation during boot also spoils the TSC calibration: the guest measures
+# its TSC against the emulated PIT and, when the two disagree with HPET,
+# may trust the PIT (seen here: 683 MHz detected on a 2,596 MHz host, so
+# the guest's clock ran 3.8 times too fast, and every time-based figure of
+# that boot was wrong). Under TCG the guest's TSC runs at the host's rate:
+# give it (arch/x86/kernel/tsc.c, tsc_early_khz), and check it below.
+host_khz=$(awk '/^cpu MHz/ { printf "%d", $4 * 1000; exit }' /proc/cpuinfo)
+case "$append" in *tsc_early_khz=*) ;; *) [ -n "$host_khz" ] && append="tsc_early_khz=$host_khz $append" ;; esac
 tb_log "booting $KV: $job $* (out: $out)"
 set +e
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel tcg -m "$mem" -smp "$smp" \
@@ -91,6 +99,13 @@ if [ ! -f "$out/job.rc" ]; then
     echo "the guest did not finish its job (qemu exit $qrc); see console.log" >>"$out/failures"
 elif [ "$(cat "$out/job.rc")" != 0 ]; then
     echo "job exited with $(cat "$out/job.rc"); see job.log" >>"$out/failures"
+fi
+# A guest whose clock runs at the wrong rate measured nothing: its TSC
+# must be the host's within 1%.
+guest_mhz=$(sed -n 's/.*tsc: Detected \([0-9.]*\) MHz processor.*/\1/p' "$out/console.log" | head -1)
+if [ -n "$guest_mhz" ] && [ -n "$host_khz" ] &&
+    ! awk -v g="$guest_mhz" -v h="$host_khz" 'BEGIN { d = g * 1000 / h - 1; exit !(d < 0.01 && d > -0.01) }'; then
+    echo "the guest's TSC is ${guest_mhz} MHz, the host's $((host_khz / 1000)) MHz: its clock ran at the wrong rate" >>"$out/failures"
 fi
 # The console catches what dmesg.txt cannot (a hang, a panic).
 bad='Kernel panic|BUG:|WARNING:|Oops|Call Trace|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|lockdep is turned off|blocked for more than|detected stalls|KASAN|UBSAN'
