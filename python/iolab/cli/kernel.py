@@ -53,13 +53,6 @@ def register(subparsers) -> None:
     compare.register(sub)
 
 
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
 def run_overhead(args) -> int:
     from iolab.kernel import overhead, testbed
 
@@ -73,13 +66,13 @@ def run_overhead(args) -> int:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
         kver = testbed.prepare(repo)
-        meta = {"kernel": kver, "reps": args.reps, "secs": args.secs, "load_before": _load(),
+        meta = {"kernel": kver, "reps": args.reps, "secs": args.secs, "load_before": testbed.host_load(),
                 "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         print(f"iolab kernel overhead: booting {kver} (about {args.reps * 5 * (args.secs + 8) // 60 + 1} min); "
               f"host load {meta['load_before']}")
         run = testbed.boot(repo, out / "guest", "overhead.sh", [str(args.secs), str(args.reps)],
                            timeout_s=600 + args.reps * 5 * (args.secs + 30))
-        meta["load_after"] = _load()
+        meta["load_after"] = testbed.host_load()
         meta["ok"] = run.ok
         meta["failures"] = run.failures
         (out / "overhead.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -76,13 +76,6 @@ def _list(value: str, known, what: str) -> list[str]:
     return items
 
 
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
 # ---------------------------------------------------------------- emulator
 
 
@@ -516,7 +509,7 @@ def run_compare(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     kver = testbed.prepare(repo)
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
-            "reps": args.reps, "runtime": args.runtime, "load_before": _load(),
+            "reps": args.reps, "runtime": args.runtime, "load_before": testbed.host_load(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request, once, on a zero-latency disk
     if args.overhead_us is not None:
@@ -532,9 +525,9 @@ def run_compare(args) -> int:
         meta["plans"][disk] = plan.runs
         meta["capacity"][disk] = _capacity_sectors(disk)
         print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
-              f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {_load()}", flush=True)
+              f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
         run_disk(repo, out, disk, plan, args.runtime)
-    meta["load_after"] = _load()
+    meta["load_after"] = testbed.host_load()
     # 3. the simulator, same disks, workloads and durations
     (out / "sim").mkdir(exist_ok=True)
     notes: dict[str, str] = {}

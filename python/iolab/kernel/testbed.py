@@ -39,6 +39,15 @@ def find_repo(given: str | None = None) -> Path:
     )
 
 
+def host_load() -> str:
+    """The host's load averages (1, 5, 15 min), recorded with every timing
+    figure: other work on the host slows the emulated guest."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 @dataclass
 class GuestRun:
     """A finished guest run: its directory and whether the job succeeded."""
