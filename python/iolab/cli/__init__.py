@@ -26,6 +26,7 @@ SUBCOMMANDS = [
     "iolab.cli.kernel",
     "iolab.cli.mail",
     "iolab.cli.emu",
+    "iolab.cli.recommend",
 ]
 
 

@@ -8,7 +8,7 @@
 //! requests completes.
 
 use crate::error::{Error, Result};
-use crate::request::{Dir, Request, SECTOR_BYTES};
+use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
 use crate::spec_source::{FieldError, FieldPath};
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -58,6 +58,10 @@ pub trait Process: Send {
     /// One of its requests completed (the engine then calls `next` unless
     /// the process is thinking).
     fn completed(&mut self, rq: &Request, now: SimTime);
+    /// Its I/O priority (`ionice`); best effort 4 unless set.
+    fn ioprio(&self) -> IoPrio {
+        IoPrio::default()
+    }
 }
 
 /// A process ready to run, with its name and start time.

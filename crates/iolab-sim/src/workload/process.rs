@@ -9,7 +9,7 @@
 use super::pattern::{record_index, Pattern};
 use super::think::ThinkTime;
 use super::{IoOp, Process, Step};
-use crate::request::{Dir, Request};
+use crate::request::{Dir, IoPrio, Request};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 
@@ -52,6 +52,8 @@ pub struct PatternProcess {
     outstanding: u32,
     /// A think is due before the next issue.
     think_due: bool,
+    /// Its I/O priority (`ionice`).
+    pub ioprio: IoPrio,
 }
 
 impl PatternProcess {
@@ -68,6 +70,7 @@ impl PatternProcess {
             done: 0,
             outstanding: 0,
             think_due: false,
+            ioprio: IoPrio::default(),
         }
     }
 
@@ -91,6 +94,10 @@ impl PatternProcess {
 impl Process for PatternProcess {
     fn class(&self) -> u32 {
         self.class
+    }
+
+    fn ioprio(&self) -> IoPrio {
+        self.ioprio
     }
 
     fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
