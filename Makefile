@@ -3,6 +3,7 @@
 #   make test    Rust and Python tests (what CI runs)
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
+#   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
 #   make bench-mail   the mail server: FastQueue vs one file per message vs Postfix (docs/mail.md)
 #   make bench-emu    the emulated disk under qemu-io against iolab run (docs/emu.md)
 
@@ -13,13 +14,15 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail bench-emu clean
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail bench-emu clean \
+	test-kernel test-kernel-debug
 
 all: build
 
 # System packages (Debian): fio for `iolab bench`. Needs root; a no-op when present.
 deps:
 	@bash scripts/install-deps.sh
+	@bash testbed/deps.sh
 
 $(VENV)/.stamp: pyproject.toml
 	python3 -m venv $(VENV)
@@ -33,13 +36,23 @@ venv: $(VENV)/.stamp
 build: venv
 	$(VENV)/bin/maturin develop --release --extras dev -q
 
-test: build test-rust test-python
+test: build test-rust test-python test-kernel
 
 test-rust:
 	cargo test --workspace --release
 
 test-python:
 	$(PY) -m pytest -q
+
+# The elevator module: build, checkpatch, boot Debian's 6.1 under QEMU,
+# stress (docs/kernel.md). Needs root; a few minutes.
+test-kernel:
+	bash testbed/test-kernel.sh
+
+# The same on a kernel with lockdep and KASAN built from the image's source
+# (the first build takes tens of minutes on 2 cores; not part of make test).
+test-kernel-debug:
+	bash testbed/test-kernel-debug.sh
 
 demo: build
 	$(IOLAB) compare --disk hp97560 --workload iozone --schedulers noop,deadline,as \

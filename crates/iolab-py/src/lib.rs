@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod emu;
 mod fastqueue;
+mod kernel;
 mod mail;
 mod sim;
 mod stats;
@@ -18,6 +19,7 @@ fn _iolab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     stats::register(m)?;
     validate::register(m)?;
     fastqueue::register(m)?;
+    kernel::register(m)?;
     mail::register(m)?;
     emu::register(m)?;
     Ok(())

@@ -23,6 +23,7 @@ SUBCOMMANDS = [
     "iolab.cli.paper",
     "iolab.cli.bench",
     "iolab.cli.queue",
+    "iolab.cli.kernel",
     "iolab.cli.mail",
     "iolab.cli.emu",
     "iolab.cli.recommend",

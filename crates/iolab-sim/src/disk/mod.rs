@@ -19,6 +19,7 @@ pub mod controller;
 pub mod diskspecs;
 pub mod fixed;
 pub mod hdd;
+pub mod host;
 pub mod layout;
 pub mod media;
 pub mod paramfile;
@@ -127,6 +128,10 @@ pub struct DiskSpec {
     /// Service time of the `fixed` preset, in ms.
     #[serde(default)]
     pub fixed_ms: Option<f64>,
+    /// The host's own time per request, µs, outside the disk: a measured
+    /// input (`host::HostOverhead`; `iolab kernel compare` measures it).
+    #[serde(default)]
+    pub host_overhead_us: f64,
     /// With `diskspecs`: do zero-latency reads and writes where the file
     /// asks for them ("Immediate buffer read/write"), which DiskSim 4.0
     /// itself never does (docs/disks.md).
@@ -146,6 +151,7 @@ impl Default for DiskSpec {
             queue_depth: 1,
             device_order: DeviceOrder::Fifo,
             fixed_ms: None,
+            host_overhead_us: 0.0,
             zero_latency: false,
         }
     }
@@ -184,6 +190,11 @@ pub fn report(spec: &DiskSpec, base_dir: &Path) -> Result<Vec<String>> {
 
 /// Build the disk a spec describes. `base_dir` resolves relative paths.
 pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
+    host::HostOverhead::wrap(build_model(spec, base_dir)?, spec.host_overhead_us)
+}
+
+/// The disk model alone, without the host's time.
+fn build_model(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
     if spec.queue_depth == 0 {
         return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
     }

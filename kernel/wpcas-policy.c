@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * WPCAS (Chen, Yao, Cai, Sun: "Improved anticipatory scheduling algorithm
+ * based on workload characteristic and service time evaluation", section
+ * 3): AS plus two modules, with the choices iolab's DESIGN.md fixes where
+ * the paper is open. Mirrors iolab's
+ * crates/iolab-sim/src/sched/anticipatory/wpcas_policy.rs.
+ *
+ * Process classification (PC, section 3.1, equations 3-6): over the last
+ * hist_len think times, a histogram of [0, 20) ms in 1 ms bins; the
+ * densest window of window_ms bins is [a, b]; p_ab is its share of all
+ * samples (those of 20 ms or more count in the denominator). If
+ * p_ab >= gamma the anticipation period P is b, else T_as (the process's
+ * mean successful wait, antic_expire until it has one); P <= max_wait_ms.
+ *
+ * Service-time evaluation (STE, section 3.2, equation 12): wait for the
+ * process whose request just completed iff
+ *   delta = p_s * (T_seek(S_s) - T_seek(S_a) - T_as) - p_f * P > 0,
+ * S_s the request the elevator would serve instead, S_a the head plus the
+ * process's mean seek distance, p_s and p_f its own anticipation success
+ * and failure rates. Nothing queued: wait. Fewer than min_samples finished
+ * anticipations: AS's rule; with none at all, p_s is prior_ps (the
+ * paper is silent on start-up). T_seek comes from a seek curve given as
+ * tunables (the simulator gives WPCAS its disk model's curve); the
+ * defaults are the HP 97560 of iolab's preset, the paper's equation (2).
+ *
+ * The paper's authors hooked as_update_iohist for the think times and
+ * as_antic_update_rq / as_antic_timeout for the counters (section 4.3);
+ * the core's on_sample and Table 1 accounting are those places.
+ *
+ * Copyright (C) 2026 the iolab authors
+ */
+#include <linux/math64.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "as-iosched.h"
+#include "wpcas.h"
+
+/* The paper assumes think times within [0, 20] ms (section 3.1). */
+#define WPCAS_RANGE_MS	20
+
+/* Per process: the last hist_len think times, as 1 ms bins. */
+struct wpcas_ioc {
+	u16 cap;		/* hist_len the ring was started with */
+	u16 len;		/* samples held */
+	u16 next;		/* where the next sample goes */
+	u16 best;		/* samples in the densest window */
+	u8 a_ms;		/* the densest window is [a_ms, b_ms) */
+	u8 b_ms;
+	u16 bins[WPCAS_RANGE_MS + 1];	/* the last: 20 ms or more */
+	u8 ring[WPCAS_HIST_MAX];
+};
+
+static inline struct wpcas_data *wpcas_of(struct as_data *ad)
+{
+	return ad->policy_data;
+}
+
+static inline struct wpcas_ioc *wpcas_ioc_of(struct as_proc *proc)
+{
+	return (struct wpcas_ioc *)proc->policy_data;
+}
+
+/* The disk's seek time between the cylinders of two sectors, ns. */
+static u64 wpcas_seek_ns(const struct wpcas_data *w, sector_t from,
+			 sector_t to)
+{
+	u64 c1 = div64_u64(from, w->seek_cyl_sectors);
+	u64 c2 = div64_u64(to, w->seek_cyl_sectors);
+	u64 d = c1 > c2 ? c1 - c2 : c2 - c1;
+
+	if (d == 0)
+		return 0;
+	if (d < w->seek_linear_cyl)
+		/* int_sqrt64(d << 32) is sqrt(d) in 16.16 fixed point */
+		return w->seek_sqrt_a_ns +
+		       ((w->seek_sqrt_b_ns * int_sqrt64(d << 32)) >> 16);
+	/* past 2^32 cylinders the curve is flat (and the product fits) */
+	d = min_t(u64, d, 1ULL << 32);
+	return w->seek_lin_a_ns + div_u64(w->seek_lin_b_ps * d, 1000);
+}
+
+/* PC's densest window over the held samples. */
+static void wpcas_classify(struct wpcas_ioc *h, u32 window_ms)
+{
+	u32 w = clamp_t(u32, window_ms, 1, WPCAS_RANGE_MS);
+	u32 a, i, n, best = 0, best_a = 0;
+
+	for (a = 0; a + w <= WPCAS_RANGE_MS; a++) {
+		for (n = 0, i = a; i < a + w; i++)
+			n += h->bins[i];
+		/* ties go to the earliest window: the shorter wait */
+		if (n > best) {
+			best = n;
+			best_a = a;
+		}
+	}
+	h->best = best;
+	h->a_ms = best_a;
+	h->b_ms = best_a + w;
+}
+
+/* ThinkHistory::push and the reclassification that follows it. */
+static void wpcas_on_sample(struct as_data *ad, struct as_proc *proc,
+			    const struct as_sample *s)
+{
+	struct wpcas_data *w = wpcas_of(ad);
+	struct wpcas_ioc *h = wpcas_ioc_of(proc);
+	u8 bin = min_t(u64, div_u64(s->think_ns, NSEC_PER_MSEC),
+		       WPCAS_RANGE_MS);
+
+	/* A new hist_len starts the process's history again. */
+	if (h->cap != w->hist_len) {
+		memset(h->bins, 0, sizeof(h->bins));
+		h->cap = w->hist_len;
+		h->len = 0;
+		h->next = 0;
+	}
+	if (h->len < h->cap)
+		h->len++;
+	else
+		h->bins[h->ring[h->next]]--;
+	h->ring[h->next] = bin;
+	h->bins[bin]++;
+	h->next = (h->next + 1) % h->cap;
+	wpcas_classify(h, w->window_ms);
+}
+
+/* T_as: the process's own mean successful wait, 0 if it has none. */
+static u64 wpcas_t_as(const struct as_io_context *aic)
+{
+	return aic->antic.succeeded ?
+	       div64_u64(aic->antic.success_wait_ns, aic->antic.succeeded) : 0;
+}
+
+/* PC: the anticipation period P of the target, ns. */
+static u64 wpcas_period_ns(struct as_data *ad)
+{
+	struct wpcas_data *w = wpcas_of(ad);
+	struct as_io_context *aic = &ad->target->aic;
+	struct wpcas_ioc *h = wpcas_ioc_of(ad->target);
+	u64 p;
+
+	/* p_ab >= gamma, with gamma in thousandths */
+	if (h->len && (u64)h->best * 1000 >= (u64)w->gamma_milli * h->len)
+		p = (u64)h->b_ms * NSEC_PER_MSEC;
+	else if (aic->antic.succeeded)
+		p = wpcas_t_as(aic);
+	else
+		p = ad->antic_expire;
+	return min(p, w->max_wait_ns);
+}
+
+/*
+ * STE: is delta > 0, i.e. worth waiting rather than serving @cand? With n
+ * finished anticipations, n * delta = ok * (T_s - T_a - T_as) - failed * P
+ * has delta's sign; with none, p_s is prior_ps (in thousandths, so
+ * 1000 * delta = prior * gain - (1000 - prior) * P).
+ */
+static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
+{
+	struct wpcas_data *w = wpcas_of(ad);
+	struct as_io_context *aic = &ad->target->aic;
+	u64 ok = aic->antic.succeeded, failed = aic->antic.failed;
+	sector_t head = ad->last_sector[ad->batch.dir];
+	s64 t_s, t_a, gain;
+
+	if (ok + failed == 0) {
+		ok = w->prior_ps_milli;
+		failed = 1000 - w->prior_ps_milli;
+	}
+	/* keep the products in range; the ratio is what counts */
+	while (ok + failed > (1ULL << 30)) {
+		ok >>= 1;
+		failed >>= 1;
+	}
+	t_s = wpcas_seek_ns(w, head, blk_rq_pos(cand));
+	t_a = wpcas_seek_ns(w, head, head + aic->seek.mean);
+	gain = t_s - t_a - (s64)wpcas_t_as(aic);
+	return (s64)ok * gain > (s64)failed * (s64)wpcas_period_ns(ad);
+}
+
+static bool wpcas_experienced(struct as_data *ad)
+{
+	const struct as_io_context *aic = &ad->target->aic;
+
+	return aic->antic.succeeded + aic->antic.failed >=
+	       wpcas_of(ad)->min_samples;
+}
+
+/*
+ * The decision shape WPCAS shares with the 95% heuristic
+ * (break_unless_worth_waiting): on an arrival, AS's cooperation steps; at
+ * dispatch, break for a queued or exited target, AS's rule while the
+ * process is not experienced, otherwise wait iff STE says so.
+ */
+static bool wpcas_can_break(struct as_data *ad, struct request *rq,
+			    enum as_moment at)
+{
+	if (at == AS_AT_ARRIVAL)
+		return as_cooperation_breaks(ad, rq);
+	if (as_target_has_queued(ad) || as_exited_unrescued(ad))
+		return true;
+	if (!wpcas_experienced(ad))
+		return as_cooperation_breaks(ad, rq) || as_thinks_too_long(ad);
+	/* nothing queued: nothing to lose by waiting */
+	if (!rq)
+		return false;
+	return !wpcas_worth_waiting(ad, rq);
+}
+
+static u64 wpcas_wait_ns(struct as_data *ad)
+{
+	if (!wpcas_experienced(ad) && wpcas_ioc_of(ad->target)->len == 0)
+		return ad->antic_expire;
+	return wpcas_period_ns(ad);
+}
+
+static int wpcas_init(struct as_data *ad)
+{
+	struct wpcas_data *w;
+
+	w = kzalloc_node(sizeof(*w), GFP_KERNEL, ad->q->node);
+	if (!w)
+		return -ENOMEM;
+	w->hist_len = WPCAS_HIST_LEN;
+	w->window_ms = WPCAS_WINDOW_MS;
+	w->gamma_milli = WPCAS_GAMMA_MILLI;
+	w->prior_ps_milli = WPCAS_PRIOR_PS_MILLI;
+	w->min_samples = WPCAS_MIN_SAMPLES;
+	w->max_wait_ns = WPCAS_MAX_WAIT_MS * NSEC_PER_MSEC;
+	w->seek_cyl_sectors = WPCAS_SEEK_CYL_SECTORS;
+	w->seek_linear_cyl = WPCAS_SEEK_LINEAR_CYL;
+	w->seek_sqrt_a_ns = WPCAS_SEEK_SQRT_A_NS;
+	w->seek_sqrt_b_ns = WPCAS_SEEK_SQRT_B_NS;
+	w->seek_lin_a_ns = WPCAS_SEEK_LIN_A_NS;
+	w->seek_lin_b_ps = WPCAS_SEEK_LIN_B_PS;
+	ad->policy_data = w;
+	return 0;
+}
+
+static void wpcas_exit(struct as_data *ad)
+{
+	kfree(ad->policy_data);
+	ad->policy_data = NULL;
+}
+
+const struct as_policy as_policy_wpcas = {
+	.name		= "wpcas",
+	.icq_data_size	= sizeof(struct wpcas_ioc),
+	.init		= wpcas_init,
+	.exit		= wpcas_exit,
+	.can_break	= wpcas_can_break,
+	.wait_ns	= wpcas_wait_ns,
+	.on_sample	= wpcas_on_sample,
+};

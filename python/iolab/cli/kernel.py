@@ -1,0 +1,91 @@
+"""``iolab kernel``: the ``anticipatory`` and ``wpcas`` elevators of
+``kernel/`` in a QEMU guest (``testbed/``).
+
+``iolab kernel overhead`` measures the CPU cost per request of each elevator
+on a fast disk, against mq-deadline; ``iolab kernel compare`` runs the same
+workloads on an emulated disk in the guest and in the simulator. Both need
+root and a checkout of the repository. See docs/kernel.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+
+EXAMPLES = """\
+examples:
+  iolab kernel overhead --reps 5 --secs 5 -o kernel-overhead
+  iolab kernel overhead --report kernel-overhead        analyse again, no guest
+  iolab kernel compare -o kernel-compare                 simulator against kernel (about 1 h)
+  iolab kernel compare --report kernel-compare
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "kernel",
+        help="the anticipatory/wpcas kernel module in a QEMU guest: overhead, simulator vs kernel",
+        description="Measure the kernel/ module's elevators in a QEMU guest booting Debian's 6.1 "
+                    "kernel (testbed/). Needs root and a checkout of the repository.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="kernel_command", metavar="COMMAND")
+    sub.required = True
+
+    o = sub.add_parser("overhead", help="CPU cost per request against mq-deadline on null_blk",
+                       description="Boot the guest once; run none, mq-deadline, bfq, anticipatory "
+                                   "and wpcas in rotated order on a null_blk disk; report the CPU "
+                                   "cost per request and its ratio to mq-deadline.")
+    o.add_argument("--reps", type=int, default=5, metavar="N", help="repetitions (default 5)")
+    o.add_argument("--secs", type=int, default=5, metavar="S", help="seconds measured per run (default 5)")
+    o.add_argument("-o", "--output", default="kernel-overhead", metavar="DIR", help="output directory")
+    o.add_argument("--report", metavar="DIR", help="analyse the runs in DIR again (no guest)")
+    o.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
+    o.set_defaults(func=run_overhead)
+
+    from iolab.kernel import compare
+
+    compare.register(sub)
+
+
+def run_overhead(args) -> int:
+    from iolab.kernel import overhead, testbed
+
+    if args.report:
+        out = Path(args.report)
+        meta = json.loads((out / "overhead.json").read_text()) if (out / "overhead.json").exists() else {}
+    else:
+        if args.reps < 1 or args.secs < 1:
+            raise UserError("--reps and --secs must be at least 1")
+        repo = testbed.find_repo(args.repo)
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        kver = testbed.prepare(repo)
+        meta = {"kernel": kver, "reps": args.reps, "secs": args.secs, "load_before": testbed.host_load(),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        print(f"iolab kernel overhead: booting {kver} (about {args.reps * 5 * (args.secs + 8) // 60 + 1} min); "
+              f"host load {meta['load_before']}")
+        run = testbed.boot(repo, out / "guest", "overhead.sh", [str(args.secs), str(args.reps)],
+                           timeout_s=600 + args.reps * 5 * (args.secs + 30))
+        meta["load_after"] = testbed.host_load()
+        meta["ok"] = run.ok
+        meta["failures"] = run.failures
+        (out / "overhead.json").write_text(json.dumps(meta, indent=2) + "\n")
+        if not run.ok:
+            raise UserError(f"the guest run failed: {'; '.join(run.failures)} (see {out / 'guest'})")
+    runs = overhead.parse_runs(out / "guest" / "overhead" / "runs.txt")
+    s = overhead.summarize(runs)
+    text = overhead.table(s)
+    head = (f"kernel {meta.get('kernel', '?')}, {meta.get('reps', '?')} reps x {meta.get('secs', '?')} s, "
+            f"host load {meta.get('load_before', '?')} -> {meta.get('load_after', '?')}")
+    (out / "report.md").write_text(f"# CPU cost per request\n\n{head}\n\n{text}\n")
+    print(head)
+    print(text)
+    return 0
+
+

@@ -1,0 +1,553 @@
+"""``iolab kernel compare``: the simulator against the kernel on the same disk
+model and the same workloads.
+
+For each disk (default ``hp97560`` and ``modern7200``) one guest boots with an
+``iolab emu`` disk of that model (one request at a time, the model's timing,
+every request logged) and runs every workload under every elevator,
+``--reps`` times, in an interleaved order (repetition-major). The same
+workloads (:mod:`.workloads`) run in the simulator on the same preset, one
+seed per repetition. Before that, one boot on a zero-latency emulated disk
+measures the guest's own time per request (the gap between the emulator's
+reply and the next request's arrival, :func:`measure_host`), which the
+simulator takes as measured inputs: ``[disk] host_overhead_us`` for the part
+every request pays, extra think time for the part a process pays between
+its completion and its next request (see docs/kernel.md).
+
+Everything lands in the output directory: the guest runs (fio JSON, the
+module's counters, the emulator's log cut into runs) and ``compare.json`` /
+``report.md`` with, per disk, workload and elevator, the kernel's and the
+simulator's throughput (mean and 95% interval over repetitions), p50/p99
+latency and anticipation counters, their difference, and an equivalence test
+(two one-sided Welch tests, margin ±5%) on throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+from iolab.kernel import testbed
+from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
+
+DISKS = ["hp97560", "modern7200"]
+ELEVATORS = ["none", "mq-deadline", "anticipatory", "wpcas"]
+MARGIN = 0.05
+# The workloads compared ((a), (b), (c) of docs/kernel.md); the zl* ones
+# measure the guest on a zero-latency disk.
+COMPARED = ["seqreaders", "randseq", "rwmix"]
+MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
+
+
+def register(sub) -> None:
+    c = sub.add_parser(
+        "compare",
+        help="the simulator against the kernel on an emulated disk",
+        description="Run the comparison workloads in a QEMU guest on an `iolab emu` disk and in the "
+                    "simulator on the same disk model; report both side by side.",
+    )
+    c.add_argument("--disks", default=",".join(DISKS), metavar="LIST", help=f"default {','.join(DISKS)}")
+    c.add_argument("--workloads", default=",".join(COMPARED), metavar="LIST",
+                   help=f"default {','.join(COMPARED)}")
+    c.add_argument("--elevators", default=",".join(ELEVATORS), metavar="LIST",
+                   help=f"default {','.join(ELEVATORS)}")
+    c.add_argument("--reps", type=int, default=3, metavar="N", help="repetitions (default 3)")
+    c.add_argument("--runtime", type=int, default=20, metavar="S", help="seconds per run (default 20)")
+    c.add_argument("-o", "--output", default="kernel-compare", metavar="DIR", help="output directory")
+    c.add_argument("--report", metavar="DIR", help="analyse a finished comparison in DIR again (no guest)")
+    c.add_argument("--overhead-us", type=float, metavar="US",
+                   help="skip the zero-latency boot and use this guest time per request")
+    c.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
+    c.set_defaults(func=run_compare)
+
+
+def _list(value: str, known, what: str) -> list[str]:
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    bad = [x for x in items if x not in known]
+    if bad or not items:
+        raise UserError(f"--{what}: unknown {', '.join(bad) or '(empty)'}; known: {', '.join(known)}")
+    return items
+
+
+# ---------------------------------------------------------------- emulator
+
+
+class Emulator:
+    """``iolab emu`` serving one disk to the guest, its log in ``log``."""
+
+    def __init__(self, disk: str, image: Path, socket: Path, log: Path, zero_latency: bool = False):
+        self.socket = socket
+        self.log = log
+        # IOLAB_EMU: another iolab executable whose `emu` serves the disk
+        base = [os.environ["IOLAB_EMU"]] if os.environ.get("IOLAB_EMU") else [sys.executable, "-m", "iolab"]
+        cmd = [*base, "emu", "--disk", disk, "--image", str(image),
+               "--socket", str(socket), "--log", str(log), "--no-sync"]
+        if zero_latency:
+            cmd.append("--zero-latency")
+        if socket.exists():
+            socket.unlink()
+        self.out = open(log.with_suffix(".emu.txt"), "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not socket.exists():
+            if self.proc.poll() is not None:
+                raise UserError(f"iolab emu exited at start: {log.with_suffix('.emu.txt').read_text().strip()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise UserError("iolab emu did not open its socket within 60 s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+
+
+def _capacity_sectors(disk: str) -> int:
+    from iolab import _iolab
+
+    return int(json.loads(_iolab.wpcas_seek_tunables(disk))["capacity_sectors"])
+
+
+# ---------------------------------------------------------------- guest side
+
+
+@dataclass
+class Plan:
+    disk: str
+    runs: list[tuple[int, str, str, int]]  # id, workload, elevator, rep
+
+
+def make_plan(disk: str, workloads: list[str], elevators: list[str], reps: int) -> Plan:
+    runs, n = [], 0
+    for rep in range(reps):
+        for wl in workloads:
+            for el in elevators:
+                runs.append((n, wl, el, rep))
+                n += 1
+    return Plan(disk, runs)
+
+
+def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dict[str, int]) -> None:
+    """The files guest/compare.sh reads."""
+    (share / "jobs").mkdir(parents=True, exist_ok=True)
+    for wl in sorted({r[1] for r in plan.runs}):
+        (share / "jobs" / f"{wl}.fio").write_text(fio_job(WORKLOADS[wl], capacity, runtime))
+    (share / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, wl, el, _ in plan.runs))
+    (share / "disk.conf").write_text(f"marker_sector {capacity - 2048}\n")
+    (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in wpcas.items()))
+
+
+def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False) -> Path:
+    """One boot on an emulated ``disk``; returns the guest's run directory."""
+    from iolab import _iolab
+
+    seek = json.loads(_iolab.wpcas_seek_tunables(disk))
+    share = out / ("zero-latency" if zero_latency else disk)
+    share.mkdir(parents=True, exist_ok=True)
+    write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"])
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    image = work / f"{disk}.img"
+    emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency)
+    try:
+        per_run = runtime + 15
+        run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
+                           timeout_s=300 + len(plan.runs) * per_run * 2)
+    finally:
+        emu.stop()
+        image.unlink(missing_ok=True)
+    if not run.ok:
+        raise UserError(f"the guest run on {disk} failed: {'; '.join(run.failures)} (see {share})")
+    return share
+
+
+# ---------------------------------------------------------------- results
+
+
+def fio_summary(path: Path) -> dict:
+    """Throughput (MB/s, 10^6 bytes) and total-latency percentiles of a run."""
+    data = json.loads(path.read_text())
+    job = data["jobs"][0]
+    bw = sum(job[d]["bw_bytes"] for d in ("read", "write"))
+    ios = sum(job[d]["total_ios"] for d in ("read", "write"))
+    pct = {}
+    for key, q in (("p50", "50.000000"), ("p99", "99.000000")):
+        vals = [(job[d]["total_ios"], job[d].get("lat_ns", {}).get("percentile", {}).get(q))
+                for d in ("read", "write") if job[d]["total_ios"]]
+        vals = [(n, v) for n, v in vals if v is not None]
+        # two directions: the larger percentile (a bound; reads dominate every workload here)
+        pct[key] = max(v for _, v in vals) / 1e6 if vals else math.nan
+    return {"throughput_mb_s": bw / 1e6, "iops": ios / (job["job_runtime"] / 1e3),
+            "p50_ms": pct["p50"], "p99_ms": pct["p99"]}
+
+
+def stats_file(path: Path) -> dict:
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                out[parts[0]] = int(parts[1])
+    return out
+
+
+@dataclass
+class Side:
+    """Repetitions of one configuration on one side."""
+
+    throughput: list[float] = field(default_factory=list)
+    p50: list[float] = field(default_factory=list)
+    p99: list[float] = field(default_factory=list)
+    antic: list[tuple[int, int, int]] = field(default_factory=list)
+
+
+def mean_ci(xs: list[float]) -> tuple[float, float]:
+    """Mean and 95% t half-width (NaN for fewer than two values)."""
+    import numpy as np
+
+    from iolab.report import ci95
+
+    xs = [x for x in xs if not math.isnan(x)]
+    if not xs:
+        return math.nan, math.nan
+    m = sum(xs) / len(xs)
+    return m, (ci95(np.array(xs)) if len(xs) > 1 else math.nan)
+
+
+def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
+    """p-value of two one-sided Welch tests that mean(b)/mean(a) - 1 lies
+    within ±margin (relative to a's mean). Small p: equivalent."""
+    from scipy import stats
+
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    ma = sum(a) / len(a)
+    delta = margin * ma
+    with warnings.catch_warnings():
+        # the simulator's repetitions can be identical (a deterministic
+        # workload): scipy warns about the zero variance, the test stands
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = stats.ttest_ind([x + delta for x in b], a, equal_var=False, alternative="greater").pvalue
+        hi = stats.ttest_ind([x - delta for x in b], a, equal_var=False, alternative="less").pvalue
+    return float(max(lo, hi))
+
+
+# ---------------------------------------------------------------- emulator log
+
+
+def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
+    """Per run, what the emulated disk saw between the run's two markers.
+    A marker block read twice (the same run interrupted?) keeps its last."""
+    import pandas as pd
+
+    log = pd.read_csv(share / "emu.csv", comment="#")
+    marker = capacity - 2048
+    # the (2*ID)th and (2*ID+1)th 4 KiB block from marker_sector on
+    is_mark = (log["op"] == "read") & (log["sector"] >= marker) & \
+        (log["sector"] < marker + 8 * (2 * len(plan.runs) + 2)) & ((log["sector"] - marker) % 8 == 0)
+    marks = {int(s - marker) // 8: i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
+    out = {}
+    for rid, *_ in plan.runs:
+        a, b = marks.get(2 * rid), marks.get(2 * rid + 1)
+        if a is None or b is None:
+            continue
+        rows = log.loc[a + 1:b - 1]
+        rows = rows[rows["op"].isin(["read", "write"])]
+        if rows.empty:
+            continue
+        span = rows["complete_ns"].max() - rows["arrival_ns"].min()
+        gaps = (rows["arrival_ns"].values[1:] - rows["reply_ns"].values[:-1]) / 1e3
+        gaps = gaps[gaps >= 0]  # < 0: the next request came while this one was served
+        out[rid] = {
+            "requests": int(len(rows)),
+            "mean_kb": float(rows["length"].mean() / 1024),
+            "utilization": float(rows["service_ns"].sum() / span) if span > 0 else math.nan,
+            "mean_service_ms": float(rows["service_ns"].mean() / 1e6),
+            "mean_seek_cylinders": float(rows["seek_cylinders"].mean()),
+            "median_gap_us": float(pd.Series(gaps).median()) if len(gaps) else math.nan,
+            "mean_gap_us": float(gaps.mean()) if len(gaps) else math.nan,
+        }
+    return out
+
+
+def measure_host(share: Path) -> dict[str, dict]:
+    """The guest's own time per request, per elevator, from a zero-latency
+    run of the ``MEASURE`` workloads (every request costs the disk 0 ns, so
+    any time between the emulator's reply and the next arrival is the
+    guest's):
+
+    * ``device_us``: the mean gap while one process keeps 8 requests in
+      flight (libaio), so that a request is always waiting and no process
+      runs between two requests: QEMU and NBD, the completion interrupt,
+      the block layer, the elevator, the next dispatch. The simulator
+      charges it to every request (``[disk] host_overhead_us``). (Eight
+      synchronous processes would do instead, but at zero latency they
+      keep the guest's two CPUs busy, and the gap measures that.)
+    * ``think_us[t]``: for one process thinking ``t`` ms, the mean gap less
+      ``t`` and ``device_us``: waking the process, fio's sleep overshooting
+      its think time, the system calls. The simulator adds it to the think
+      time of processes that think ``t`` ms.
+    """
+    plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
+    cap = int((share / "disk.conf").read_text().split()[1]) + 2048
+    p = Plan("zero-latency", [(int(i), wl, el, 0) for i, wl, el in plan])
+    cuts = cut_log(share, p, cap)
+    gap: dict[tuple[str, str], float] = {}
+    for rid, wl, el, _ in p.runs:
+        if rid in cuts:
+            gap[(el, wl)] = cuts[rid]["mean_gap_us"]
+    out = {}
+    for el in sorted({el for el, _ in gap}):
+        dev = gap.get((el, "zlaio8"), math.nan)
+        think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in (0, 1, 2) if (el, f"zlt{t}") in gap}
+        out[el] = {"device_us": dev, "think_us": {str(t): v for t, v in think.items()},
+                   "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in (0, 1, 2) if (el, f"zlt{t}") in gap}}
+    return out
+
+
+# ---------------------------------------------------------------- simulator side
+
+
+def sim_scheduler_names() -> set[str]:
+    from iolab import _iolab
+
+    names = set()
+    for s in json.loads(_iolab.presets())["schedulers"]:
+        names.add(s["name"])
+        names.update(s.get("aliases", []))
+    return names
+
+
+def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
+    """The simulator's scheduler for a kernel elevator, and a note when it
+    stands in for one the simulator lacks."""
+    wanted = {"none": ["none", "noop"], "mq-deadline": ["mq-deadline", "deadline"],
+              "anticipatory": ["as"], "wpcas": ["wpcas"]}[elevator]
+    for i, name in enumerate(wanted):
+        if name in known:
+            note = "" if i == 0 else f"the simulator has no {wanted[0]}: {name} stands in"
+            return name, note
+    raise UserError(f"the simulator knows none of {', '.join(wanted)} for {elevator}")
+
+
+def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
+             host: dict | None) -> tuple[dict, str]:
+    """The simulator's spec for one elevator, with the guest's measured time
+    per request (``host``, from :func:`measure_host`; it can differ between
+    elevators, so each gets its own spec)."""
+    name, note = sim_counterpart(elevator, sim_scheduler_names())
+    extra = {}
+    disk_tbl = {"preset": disk, "queue_depth": 1}
+    if host:
+        dev = host.get("device_us", 0.0)
+        if not math.isnan(dev):
+            disk_tbl["host_overhead_us"] = round(max(dev, 0.0), 3)
+        extra = {float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items()
+                 if not math.isnan(v)}
+    spec = {
+        "name": f"kernel compare: {wl.name} on {disk}, {elevator}",
+        "disk": disk_tbl,
+        "scheduler": [{"name": name, "label": elevator}],
+        "workload": sim_workload(wl, extra),
+        "run": {"duration_s": runtime, "seed": 1, "repetitions": reps},
+    }
+    return spec, note
+
+
+def run_sim(spec: dict) -> list[dict]:
+    from iolab.simulate import run_experiment, spec_from_dict
+
+    exp = spec_from_dict(spec, name=spec["name"])
+    return run_experiment(exp).document["runs"]
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _sim_side(runs: list[dict]) -> dict[str, Side]:
+    out: dict[str, Side] = {}
+    for r in runs:
+        s = out.setdefault(r["scheduler"], Side())
+        s.throughput.append(r["throughput_mb_s"])
+        s.p50.append(r["latency_ms"]["p50"])
+        s.p99.append(r["latency_ms"]["p99"])
+        a = r.get("anticipation") or {}
+        s.antic.append((a.get("started", 0), a.get("succeeded", 0), a.get("failed", 0)))
+    return out
+
+
+def _kernel_side(share: Path, plan: Plan, wl: str) -> dict[str, Side]:
+    out: dict[str, Side] = {}
+    for rid, w, el, _ in plan.runs:
+        if w != wl or not (share / "runs" / f"{rid}.json").exists():
+            continue
+        f = fio_summary(share / "runs" / f"{rid}.json")
+        st = stats_file(share / "runs" / f"{rid}.stats")
+        s = out.setdefault(el, Side())
+        s.throughput.append(f["throughput_mb_s"])
+        s.p50.append(f["p50_ms"])
+        s.p99.append(f["p99_ms"])
+        s.antic.append((st.get("antic_started", 0), st.get("antic_succeeded", 0), st.get("antic_failed", 0)))
+    return out
+
+
+def _fmt(m: float, h: float, digits: int = 2) -> str:
+    if math.isnan(m):
+        return "n/a"
+    return f"{m:.{digits}f}" if math.isnan(h) else f"{m:.{digits}f} ± {h:.{digits}f}"
+
+
+def analyse(out: Path) -> dict:
+    """Build compare.json and report.md from a finished comparison in ``out``."""
+    meta = json.loads((out / "meta.json").read_text())
+    rows = []
+    for disk in meta["disks"]:
+        share = out / disk
+        plan = Plan(disk, [tuple(r) for r in meta["plans"][disk]])
+        cuts = cut_log(share, plan, meta["capacity"][disk]) if (share / "emu.csv").exists() else {}
+        for wl in meta["workloads"]:
+            kern = _kernel_side(share, plan, wl)
+            simdoc = json.loads((out / "sim" / f"{disk}-{wl}.json").read_text())
+            sim = _sim_side(simdoc["runs"])
+            for el in meta["elevators"]:
+                k, s = kern.get(el, Side()), sim.get(el, Side())
+                km, kh = mean_ci(k.throughput)
+                sm, sh = mean_ci(s.throughput)
+                emu = [cuts[rid] for rid, w, e, _ in plan.runs if w == wl and e == el and rid in cuts]
+                rows.append({
+                    "disk": disk, "workload": wl, "elevator": el,
+                    "kernel_mb_s": [km, kh], "sim_mb_s": [sm, sh],
+                    "diff": (sm - km) / km if km else math.nan,
+                    "tost_p": tost(k.throughput, s.throughput),
+                    "kernel_p50_ms": mean_ci(k.p50)[0], "sim_p50_ms": mean_ci(s.p50)[0],
+                    "kernel_p99_ms": mean_ci(k.p99)[0], "sim_p99_ms": mean_ci(s.p99)[0],
+                    "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
+                    "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
+                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]} if emu else {},
+                    "sim_disk": {
+                        "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
+                                                if r["scheduler"] == el])[0],
+                        "mean_seek_cylinders": mean_ci([r["seek"]["mean_cylinders"] for r in simdoc["runs"]
+                                                        if r["scheduler"] == el])[0],
+                    },
+                    "note": meta.get("notes", {}).get(el, ""),
+                })
+    result = {"meta": meta, "rows": rows}
+    (out / "compare.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    (out / "report.md").write_text(report(result))
+    return result
+
+
+def report(result: dict) -> str:
+    meta = result["meta"]
+    lines = [
+        "# Simulator against kernel",
+        "",
+        f"Kernel {meta['kernel']}; {meta['reps']} repetitions of {meta['runtime']} s; host load "
+        f"{meta['load_before']} before, {meta['load_after']} after.",
+        "",
+        "The guest's own time per request, measured on a zero-latency disk and given to the "
+        "simulator (µs; `device`: with a queue, charged to every request; `think+t`: on top of a "
+        "process's t ms think time):",
+        "",
+        "| elevator | device | think+0 | think+1 | think+2 |",
+        "|---|---|---|---|---|",
+        *[f"| {el} | {h['device_us']:.0f} | "
+          + " | ".join(f"{h['think_us'].get(t, math.nan):.0f}" for t in ("0", "1", "2")) + " |"
+          for el, h in meta.get("host", {}).items()],
+        "",
+        "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
+        "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
+        "two within ±5% (p < 0.05). Latency: fio's total latency (p50/p99 ms); anticipation: "
+        "A-T / A-S / A-F per run.",
+        "",
+        "| disk | workload | elevator | kernel MB/s | sim MB/s | diff | ≡5% | p50 k/s | p99 k/s | "
+        "antic k | antic s | disk util k/s | seek cyl k/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        eq = "yes" if r["tost_p"] < 0.05 else ("no" if not math.isnan(r["tost_p"]) else "n/a")
+        ka = "/".join(f"{x:.0f}" for x in r["kernel_antic"])
+        sa = "/".join(f"{x:.0f}" for x in r["sim_antic"])
+        emu = r["emu"]
+        util = f"{emu.get('utilization', math.nan):.2f}/{r['sim_disk']['utilization']:.2f}"
+        seek = f"{emu.get('mean_seek_cylinders', math.nan):.0f}/{r['sim_disk']['mean_seek_cylinders']:.0f}"
+        lines.append(
+            f"| {r['disk']} | {r['workload']} | {r['elevator']}{' *' if r['note'] else ''} | "
+            f"{_fmt(*r['kernel_mb_s'])} | {_fmt(*r['sim_mb_s'])} | {r['diff'] * 100:+.1f}% | {eq} | "
+            f"{r['kernel_p50_ms']:.1f}/{r['sim_p50_ms']:.1f} | {r['kernel_p99_ms']:.0f}/{r['sim_p99_ms']:.0f} | "
+            f"{ka} | {sa} | {util} | {seek} |")
+    notes = {r["elevator"]: r["note"] for r in result["rows"] if r["note"]}
+    for el, n in notes.items():
+        lines.append(f"\n\\* {el}: {n}.")
+    return "\n".join(lines) + "\n"
+
+
+def run_compare(args) -> int:
+    if args.report:
+        out = Path(args.report)
+        if not (out / "meta.json").exists():
+            raise UserError(f"{out}: no meta.json (not a finished `iolab kernel compare` directory)")
+        print(report(analyse(out)))
+        return 0
+    disks = _list(args.disks, DISKS, "disks")
+    workloads = _list(args.workloads, COMPARED, "workloads")
+    elevators = _list(args.elevators, ELEVATORS, "elevators")
+    if args.reps < 1 or args.runtime < 2:
+        raise UserError("--reps must be at least 1 and --runtime at least 2 s")
+    repo = testbed.find_repo(args.repo)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    kver = testbed.prepare(repo)
+    meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
+            "reps": args.reps, "runtime": args.runtime, "load_before": testbed.host_load(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
+    # 1. the guest's own time per request, once, on a zero-latency disk
+    if args.overhead_us is not None:
+        meta["host"] = {el: {"device_us": args.overhead_us, "think_us": {}} for el in elevators}
+    else:
+        print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
+        zl = make_plan(disks[0], MEASURE, elevators, 1)
+        share = run_disk(repo, out, disks[0], zl, 8, zero_latency=True)
+        meta["host"] = measure_host(share)
+    # 2. the kernel on each emulated disk
+    for disk in disks:
+        plan = make_plan(disk, workloads, elevators, args.reps)
+        meta["plans"][disk] = plan.runs
+        meta["capacity"][disk] = _capacity_sectors(disk)
+        print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
+              f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
+        run_disk(repo, out, disk, plan, args.runtime)
+    meta["load_after"] = testbed.host_load()
+    # 3. the simulator, same disks, workloads and durations
+    (out / "sim").mkdir(exist_ok=True)
+    notes: dict[str, str] = {}
+    for disk in disks:
+        for wl in workloads:
+            runs = []
+            for el in elevators:
+                spec, note = sim_spec(disk, WORKLOADS[wl], el, args.runtime, args.reps,
+                                      meta["host"].get(el))
+                if note:
+                    notes[el] = note
+                (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")
+                runs += run_sim(spec)
+            (out / "sim" / f"{disk}-{wl}.json").write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+    meta["notes"] = notes
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(report(analyse(out)))
+    return 0

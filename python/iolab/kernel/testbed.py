@@ -1,0 +1,104 @@
+"""Boot the testbed's guest with one job (``testbed/run.sh``) from Python.
+
+The testbed is shell (it installs Debian packages, builds the module against
+the image's headers, builds the initramfs and runs QEMU); this module finds
+it, builds the module, runs a job and hands back the run directory. It needs
+a checkout of the repository: the module's C sources and the guest scripts
+are not part of the Python package.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+
+
+def find_repo(given: str | None = None) -> Path:
+    """The repository holding ``kernel/`` and ``testbed/``: ``given``, else
+    ``$IOLAB_REPO``, else the checkout this package was installed from, else
+    the current directory or one of its parents."""
+    candidates = []
+    if given:
+        candidates.append(Path(given))
+    if os.environ.get("IOLAB_REPO"):
+        candidates.append(Path(os.environ["IOLAB_REPO"]))
+    candidates.append(Path(__file__).resolve().parents[3])
+    cwd = Path.cwd().resolve()
+    candidates += [cwd, *cwd.parents]
+    for c in candidates:
+        if (c / "testbed" / "run.sh").is_file() and (c / "kernel" / "Makefile").is_file():
+            return c.resolve()
+    where = given or os.environ.get("IOLAB_REPO") or str(cwd)
+    raise UserError(
+        f"no iolab checkout (kernel/ and testbed/) at {where}: `iolab kernel` boots a guest with the "
+        "repository's module and scripts; run it inside a clone or pass --repo DIR"
+    )
+
+
+def host_load() -> str:
+    """The host's load averages (1, 5, 15 min), recorded with every timing
+    figure: other work on the host slows the emulated guest."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+@dataclass
+class GuestRun:
+    """A finished guest run: its directory and whether the job succeeded."""
+
+    out: Path
+    ok: bool
+    failures: list[str]
+
+    def read(self, name: str) -> str:
+        return (self.out / name).read_text()
+
+
+def _check_root() -> None:
+    if os.geteuid() != 0:
+        raise UserError("booting the guest needs root (Debian packages, QEMU's 9p shares); run as root")
+
+
+def prepare(repo: Path, quiet: bool = True) -> str:
+    """Install what is missing and build the module; return the kernel release."""
+    _check_root()
+    out = subprocess.DEVNULL if quiet else None
+    _run([str(repo / "testbed" / "deps.sh")], stdout=out)
+    kver = subprocess.run(
+        ["bash", "-c", f". {repo / 'testbed' / 'lib.sh'} && tb_kver"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    _run(["make", "-s", "-C", str(repo / "kernel"), f"KVER={kver}"], stdout=out)
+    return kver
+
+
+def boot(repo: Path, out: Path, job: str, args: list[str], *, disk: Path | None = None,
+         nbd: Path | None = None, timeout_s: int = 3600, mem_mb: int = 1024) -> GuestRun:
+    """Run ``testbed/guest/JOB ARGS`` in a fresh guest, results in ``out``."""
+    _check_root()
+    cmd = [str(repo / "testbed" / "run.sh"), "--out", str(out), "--timeout", str(timeout_s),
+           "--mem", str(mem_mb)]
+    if disk is not None:
+        cmd += ["--disk", str(disk)]
+    if nbd is not None:
+        cmd += ["--nbd", str(nbd)]
+    cmd += [job, *args]
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    fails_file = out / "failures"
+    failures = fails_file.read_text().splitlines() if fails_file.exists() else []
+    if proc.returncode != 0 and not failures:
+        failures = [proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "run.sh failed"]
+    return GuestRun(out=out, ok=proc.returncode == 0 and not failures, failures=failures)
+
+
+def _run(cmd: list[str], stdout=None) -> None:
+    proc = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        raise UserError(f"{' '.join(cmd[:2])} failed: {' | '.join(tail)}")

@@ -1,0 +1,173 @@
+"""The workloads of the simulator-against-kernel comparison, written once and
+turned into both a fio job (for the guest) and a simulator spec, so the two
+sides run the same processes on the same sectors.
+
+Each workload is a list of groups of identical closed-loop processes, the
+simulator's ``kind = "processes"`` (docs/spec.md). On the kernel side every
+process is one fio job: ``psync`` with O_DIRECT (so every request is
+synchronous, as ``op_is_sync`` sees an O_DIRECT write too, and nothing is
+cached or read ahead), its own region of the disk placed exactly as the
+simulator's ``placement = "spread"`` places files, ``thinktime`` after each
+completion, and uniform random offsets with replacement (``norandommap``) as
+the simulator draws them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iolab.cli.errors import UserError
+
+SECTOR = 512
+# The simulator aligns file starts to 4 KiB (workload/mod.rs, `place`).
+ALIGN_SECTORS = 8
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    count: int
+    pattern: str  # "sequential" | "random"
+    op: str  # "read" | "write" | "mix"
+    request_kb: int
+    file_mb: int
+    think_ms: float = 0.0
+    read_fraction: float = 0.7  # for op = "mix"
+    # > 1: fio's libaio with this many in flight (measurement only: the
+    # simulator's processes here are closed-loop with one request)
+    iodepth: int = 1
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    summary: str
+    groups: tuple[Group, ...]
+
+    def processes(self) -> list[tuple[Group, int]]:
+        return [(g, i) for g in self.groups for i in range(g.count)]
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in [
+        Workload(
+            "seqreaders",
+            "(a) 4 synchronous sequential readers, 16 KiB, 2 ms think time: deceptive idleness",
+            (Group("seq", 4, "sequential", "read", 16, 64, think_ms=2.0),),
+        ),
+        Workload(
+            "randseq",
+            "(b) 2 random readers (4 KiB, no think) and 2 sequential readers (16 KiB, 1 ms think)",
+            (Group("rand", 2, "random", "read", 4, 512),
+             Group("seq", 2, "sequential", "read", 16, 64, think_ms=1.0)),
+        ),
+        # The guest's own time per request, measured on a zero-latency disk
+        # (compare.measure_host): one process per think time the compared
+        # workloads use, and eight processes (a queue at the device).
+        *[Workload(f"zlt{t}", f"zero-latency: one synchronous random reader, {t} ms think",
+                   (Group("rand", 1, "random", "read", 4, 512, think_ms=float(t)),)) for t in (0, 1, 2)],
+        Workload("zlaio8", "zero-latency: one process keeping 8 random reads in flight (libaio)",
+                 (Group("rand", 1, "random", "read", 4, 512, iodepth=8),)),
+        Workload(
+            "rwmix",
+            "(c) 2 random 70/30 read/write processes (4 KiB, O_DIRECT: synchronous writes) "
+            "and 2 sequential readers (16 KiB, 2 ms think)",
+            # the large regions first: spread placement then keeps every
+            # region apart on the 1.3 GB HP 97560
+            (Group("mix", 2, "random", "mix", 4, 512),
+             Group("seq", 2, "sequential", "read", 16, 64, think_ms=2.0)),
+        ),
+    ]
+}
+
+
+def place_spread(sizes: list[int], capacity: int) -> list[int]:
+    """Start sectors of files of ``sizes`` sectors, as the simulator's
+    ``place(Placement::Spread, ...)``: file i of n at i/n of the disk, 4 KiB
+    aligned, never overlapping the previous one, never past the end."""
+    total = sum(sizes)
+    if total > capacity:
+        raise UserError(f"the workload needs {total * SECTOR >> 20} MiB but the disk holds "
+                        f"{capacity * SECTOR >> 20} MiB")
+    starts, next_free, n = [], 0, len(sizes)
+    for i, size in enumerate(sizes):
+        wanted = (capacity // max(n, 1) * i) // ALIGN_SECTORS * ALIGN_SECTORS
+        start = min(max(wanted, next_free), capacity - size)
+        starts.append(start)
+        next_free = -(-(start + size) // ALIGN_SECTORS) * ALIGN_SECTORS
+    return starts
+
+
+def layout(w: Workload, capacity: int) -> list[tuple[Group, int, int, int]]:
+    """(group, index, start sector, size in sectors) of every process."""
+    procs = w.processes()
+    sizes = [g.file_mb * 2048 for g, _ in procs]
+    starts = place_spread(sizes, capacity)
+    return [(g, i, s, n) for (g, i), s, n in zip(procs, starts, sizes)]
+
+
+def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda") -> str:
+    """The fio job file of ``w`` on a disk of ``capacity`` sectors."""
+    lines = [
+        f"# iolab kernel compare: {w.name} -- {w.summary}",
+        "[global]",
+        f"filename={device}",
+        "ioengine=psync",
+        "direct=1",
+        "time_based=1",
+        f"runtime={runtime_s}",
+        "norandommap=1",
+        "randrepeat=0",
+        "invalidate=0",
+        "group_reporting=1",
+        "lat_percentiles=1",
+        "percentile_list=50:99",
+        "",
+    ]
+    rw = {("sequential", "read"): "read", ("random", "read"): "randread",
+          ("sequential", "write"): "write", ("random", "write"): "randwrite",
+          ("random", "mix"): "randrw", ("sequential", "mix"): "rw"}
+    for g, i, start, size in layout(w, capacity):
+        lines += [
+            f"[{g.name}-{i}]",
+            f"rw={rw[(g.pattern, g.op)]}",
+            f"bs={g.request_kb}k",
+            f"offset={start * SECTOR}",
+            f"size={size * SECTOR}",
+        ]
+        if g.op == "mix":
+            lines.append(f"rwmixread={round(g.read_fraction * 100)}")
+        if g.think_ms > 0:
+            lines.append(f"thinktime={round(g.think_ms * 1000)}")
+        if g.iodepth > 1:
+            lines += ["ioengine=libaio", f"iodepth={g.iodepth}"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def sim_workload(w: Workload, extra_think_ms: dict[float, float] | None = None) -> dict:
+    """The simulator's ``[workload]`` table of ``w``. ``extra_think_ms``
+    maps a group's think time to the guest's measured time on top of it
+    (between a completion and the process's next request)."""
+    groups = []
+    extra_think_ms = extra_think_ms or {}
+    for g in w.groups:
+        if g.iodepth > 1:
+            raise ValueError(f"{w.name}: a group with iodepth {g.iodepth} has no simulator counterpart")
+        grp = {
+            "name": g.name,
+            "count": g.count,
+            "pattern": g.pattern,
+            "op": g.op,
+            "sync": True,
+            "request_kb": g.request_kb,
+            "file_mb": g.file_mb,
+        }
+        if g.op == "mix":
+            grp["read_fraction"] = g.read_fraction
+        think = g.think_ms + extra_think_ms.get(g.think_ms, 0.0)
+        if think > 0:
+            grp["think"] = {"dist": "constant", "ms": round(think, 4)}
+        groups.append(grp)
+    return {"kind": "processes", "placement": "spread", "group": groups}

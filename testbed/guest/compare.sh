@@ -1,0 +1,43 @@
+# Runs of the simulator-against-kernel comparison, one boot per disk.
+# The host leaves in /share: plan.txt ("ID WORKLOAD ELEVATOR" per line),
+# jobs/WORKLOAD.fio, disk.conf ("marker_sector N"), and wpcas.conf (sysfs
+# name and value per line: the disk's seek curve). Each run is bracketed by
+# two 4 KiB reads, the (2*ID)th and (2*ID+1)th 4 KiB block from
+# marker_sector on (QEMU's NBD client reads whole 4 KiB blocks), so that the
+# emulator's request log can be cut into runs.
+dev=vda
+load virtio_blk queue_depth=1 num_request_queues=1
+load /share/as-iosched.ko || { fail "insmod as-iosched.ko"; return 1; }
+mkdir -p /share/runs
+marker=$(awk '$1 == "marker_sector" { print $2 }' /share/disk.conf)
+[ -n "$marker" ] || { fail "no marker_sector in disk.conf"; return 1; }
+mark() { dd if=/dev/$dev of=/dev/null bs=4096 count=1 iflag=direct skip=$((marker / 8 + $1)) 2>/dev/null ||
+    fail "marker read $1"; }
+quiet() { # until the device has nothing in flight (at most 30 s)
+    local n=0
+    while [ "$(awk '{ print $9 }' /sys/block/$dev/stat)" != 0 ] && [ $n -lt 300 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+}
+while read -r id wl el; do
+    [ -n "$id" ] || continue
+    # a fresh elevator instance: counters from zero, no history
+    set_sched $dev none
+    set_sched $dev "$el" || continue
+    if [ "$el" = wpcas ]; then
+        while read -r name value; do
+            echo "$value" >/sys/block/$dev/queue/iosched/"$name" || fail "wpcas $name=$value"
+        done </share/wpcas.conf
+    fi
+    quiet
+    mark $((2 * id))
+    fio --output-format=json --output="/share/runs/$id.json" "/share/jobs/$wl.fio" >/dev/null ||
+        fail "run $id ($wl on $el): fio failed"
+    quiet
+    mark $((2 * id + 1))
+    stats_of $dev >"/share/runs/$id.stats"
+    check_stats $dev "run $id ($wl on $el)" rest
+    log "run $id: $wl on $el done"
+done </share/plan.txt
+check_dmesg

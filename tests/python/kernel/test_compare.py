@@ -1,0 +1,86 @@
+"""The analysis half of `iolab kernel compare` (no guest needed)."""
+
+import json
+import math
+
+import pytest
+
+from iolab.cli.errors import UserError
+from iolab.kernel import compare
+from iolab.kernel.compare import Plan, cut_log, fio_summary, make_plan, mean_ci, tost
+
+
+def test_equivalence_test_needs_both_sides_within_the_margin():
+    a = [100.0, 101.0, 99.0, 100.5, 99.5]
+    assert tost(a, [100.2, 100.8, 99.4, 100.1, 99.9]) < 0.05
+    assert tost(a, [110.0, 111.0, 109.0, 110.5, 109.5]) > 0.5
+    assert math.isnan(tost([1.0], [1.0, 2.0]))
+
+
+def test_mean_and_interval():
+    m, h = mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and h == pytest.approx(2.484, abs=1e-3)  # t(0.975, 2) * 1 / sqrt(3)
+    assert math.isnan(mean_ci([5.0])[1])
+    assert math.isnan(mean_ci([])[0])
+
+
+def test_plan_is_repetition_major_and_numbered():
+    p = make_plan("hp97560", ["a", "b"], ["none", "wpcas"], 2)
+    assert [r[0] for r in p.runs] == list(range(8))
+    assert p.runs[0][1:] == ("a", "none", 0) and p.runs[4][1:] == ("a", "none", 1)
+
+
+def test_fio_summary_reads_total_latency(tmp_path):
+    job = {"job_runtime": 2000, "read": {"bw_bytes": 3_000_000, "total_ios": 400,
+                                           "lat_ns": {"percentile": {"50.000000": 4_000_000,
+                                                                      "99.000000": 90_000_000}}},
+           "write": {"bw_bytes": 1_000_000, "total_ios": 100,
+                     "lat_ns": {"percentile": {"50.000000": 5_000_000, "99.000000": 20_000_000}}}}
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"jobs": [job]}))
+    s = fio_summary(f)
+    assert s["throughput_mb_s"] == 4.0 and s["iops"] == 250.0
+    assert s["p50_ms"] == 5.0 and s["p99_ms"] == 90.0
+
+
+def test_the_emulator_log_is_cut_at_the_markers(tmp_path):
+    cap = 10_000
+    m = cap - 2048
+    cols = "seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns," \
+           "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error"
+    rows = []
+
+    def rq(op, sector, n, arrival, service, cyl=0):
+        rows.append(f"{len(rows)},1,{op},,{sector * 512},{n * 512},{sector},{n},{arrival},{arrival},"
+                    f"{arrival + service},{arrival + service + 1000},{service},0,0,0,0,{cyl},miss,")
+
+    rq("read", 0, 8, 0, 10)                 # before the run: not counted
+    rq("read", m + 0, 8, 100, 10)           # run 0 starts
+    rq("read", 100, 8, 1_000, 4_000, 3)
+    rq("write", 200, 8, 6_000, 2_000, 5)
+    rq("flush", 0, 0, 9_000, 0)             # not a data request
+    rq("read", m + 8, 8, 10_000, 10)        # run 0 ends
+    (tmp_path / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + cols + "\n" + "\n".join(rows) + "\n")
+    plan = Plan("hp97560", [(0, "seqreaders", "none", 0), (1, "seqreaders", "wpcas", 0)])
+    cuts = cut_log(tmp_path, plan, cap)
+    assert set(cuts) == {0}  # run 1 has no markers
+    c = cuts[0]
+    assert c["requests"] == 2 and c["mean_kb"] == 4.0
+    assert c["utilization"] == pytest.approx(6_000 / 7_000)
+    assert c["mean_seek_cylinders"] == 4.0
+    assert c["median_gap_us"] == pytest.approx((6_000 - 6_000) / 1e3)  # reply 1_000+4_000+1_000 -> 6_000
+
+
+def test_simulator_counterparts_say_when_they_stand_in():
+    assert compare.sim_counterpart("anticipatory", {"as", "wpcas"}) == ("as", "")
+    name, note = compare.sim_counterpart("mq-deadline", {"deadline"})
+    assert name == "deadline" and "stands in" in note
+    with pytest.raises(UserError):
+        compare.sim_counterpart("none", {"as"})
+
+
+def test_report_of_a_directory_without_meta_is_one_clear_error(tmp_path):
+    class A:
+        report = str(tmp_path)
+    with pytest.raises(UserError, match="meta.json"):
+        compare.run_compare(A())
