@@ -283,6 +283,10 @@ impl<O: Observer> Engine<'_, O> {
                 Step::Exit => {
                     self.state[p] = ProcState::Exited;
                     self.sched.exit_process(pid, self.now);
+                    // The elevator may have work for the disk now (2.6.20's
+                    // cfq_exit_cfqq expires the exiting process's slice and
+                    // schedules a dispatch: cfq_schedule_dispatch).
+                    self.fill();
                     return Ok(());
                 }
             }

@@ -342,7 +342,7 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
                 self.st.antic.waitnext(now, wait);
             }
         }
-        if rq.sync {
+        if rq.is_sync() {
             self.st.hist.completed_sync(rq.pid, now);
         }
     }

@@ -576,6 +576,42 @@ mod tests {
         (out.collector.inserted, out.collector.completed())
     }
 
+    /// Issue 9: when a process exits, the engine asks the elevator for
+    /// work again. CFQ idles for the reader whose request just completed;
+    /// the reader then exits, which expires its slice (2.6.20
+    /// `cfq_exit_cfqq` → `cfq_schedule_dispatch`), so the other process's
+    /// request goes to the disk at once, not when the stale idle timer
+    /// fires 8 ms later.
+    #[test]
+    fn an_exit_restarts_dispatch_at_once() {
+        use crate::disk::{self, DiskSpec};
+        use crate::engine::{self, EngineConfig, Observer, RunControl};
+        use crate::workload::group::{GroupSpec, ProcessesSpec};
+        use crate::workload::{self, Placement, WorkloadSpec};
+        #[derive(Default)]
+        struct Dispatches(Vec<(ProcessId, SimTime)>);
+        impl Observer for Dispatches {
+            fn dispatched(&mut self, rq: &Request, now: SimTime) {
+                self.0.push((rq.pid, now));
+            }
+        }
+        let one = |start_ms| GroupSpec {
+            request_kb: 16.0,
+            file_mb: 16.0 / 1024.0,
+            passes: 1,
+            start_ms,
+            ..GroupSpec::default()
+        };
+        let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(5.0), ..DiskSpec::default() };
+        let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
+        let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: vec![one(0.0), one(1.0)] });
+        let built = workload::build(&spec, disk.capacity_sectors()).unwrap();
+        let cfg = EngineConfig { queue_depth: 1, device_order: Default::default(), max_time: None, max_requests: None, seed: 1 };
+        let mut obs = Dispatches::default();
+        engine::run_observed(disk, Box::new(cfq()), built, &cfg, &RunControl::default(), &mut obs).unwrap();
+        assert_eq!(obs.0, vec![(0, ms(0)), (1, ms(5))]);
+    }
+
     #[test]
     fn runs_to_completion_in_the_engine() {
         use crate::workload::group::{GroupSpec, OpSpec};

@@ -21,10 +21,10 @@ pub const PRIO_LEVELS: usize = 8;
 pub(super) const ASYNC: usize = 0;
 pub(super) const SYNC: usize = 1;
 
-/// Linux `rq_is_sync`: a read is always sync; a write when flagged
-/// (REQ_RW_SYNC, the simulator's `sync`).
+/// Linux `rq_is_sync` ([`Request::is_sync`]): a read is always sync; a
+/// write when flagged (REQ_RW_SYNC, the simulator's `sync`).
 pub(super) fn rq_is_sync(rq: &Request) -> bool {
-    rq.dir == Dir::Read || rq.sync
+    rq.is_sync()
 }
 
 /// `cfq_prio_to_slice`: `base + base/5·(4 − prio)` (CFQ_SLICE_SCALE 5).
