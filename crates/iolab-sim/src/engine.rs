@@ -14,11 +14,18 @@
 //! submit its next request. That ordering is what makes deceptive idleness
 //! visible: a work-conserving scheduler has already moved the head away
 //! when the next sequential request arrives.
+//!
+//! Between a process and the elevator sits the block layer ([`crate::blk`]:
+//! merging, plugging, the request limit); a process's direct I/O goes
+//! through it as bios, and so does the page cache's I/O. The kernel side of
+//! a process (its bios waiting to be submitted, its sleeps in the block
+//! layer or the page cache) is in `engine/kernel.rs`.
 
+use crate::blk::{BlockLayer, Done, KernelTimer, QueueSpec};
 use crate::disk::{DeviceOrder, Disk};
 use crate::error::{Error, Result};
 use crate::metrics::Collector;
-use crate::request::{ProcessId, Request};
+use crate::request::{ProcessId, Request, RequestId};
 use crate::rng::SimRng;
 use crate::sched::{Dispatch, Elevator};
 use crate::time::SimTime;
@@ -40,11 +47,15 @@ pub struct RunControl {
 /// Events between two looks at the cancel flag and two progress updates.
 const CHECK_EVERY: u64 = 1 << 14;
 
+mod kernel;
+
 /// Device and stopping parameters of one run.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
     pub queue_depth: u32,
     pub device_order: DeviceOrder,
+    /// The request queue between processes and the elevator.
+    pub queue: QueueSpec,
     /// Stop at this simulated time.
     pub max_time: Option<SimTime>,
     /// Stop after this many completions.
@@ -52,9 +63,16 @@ pub struct EngineConfig {
     pub seed: u64,
 }
 
-/// Hooks for tests and tracing; all optional.
+/// Hooks for tests and tracing; all optional. In blktrace's terms:
+/// `queued` is Q (a bio reaches the block layer; its request id is 0),
+/// `inserted` is I (it became a request), `merged` is M/F, `dispatched`
+/// is D and `completed` is C.
 pub trait Observer {
+    fn queued(&mut self, _bio: &Request, _now: SimTime) {}
     fn inserted(&mut self, _rq: &Request, _now: SimTime) {}
+    /// A bio joined queued request `rq` (shown as it is now); if that made
+    /// it join the queued request `absorbed` too, that one is gone.
+    fn merged(&mut self, _rq: &Request, _absorbed: Option<RequestId>, _now: SimTime) {}
     fn dispatched(&mut self, _rq: &Request, _now: SimTime) {}
     fn completed(&mut self, _rq: &Request, _now: SimTime) {}
 }
@@ -81,6 +99,10 @@ enum Kind {
     Wake(ProcessId),
     DiskDone,
     Timer,
+    /// A block-layer or page-cache timer.
+    Kernel(KernelTimer),
+    /// A process's sleep in the kernel ended.
+    KernelWake(ProcessId),
 }
 
 /// Ordered by time, then timers after everything else at the same
@@ -103,6 +125,9 @@ enum ProcState {
     Sleeping,
     /// Waiting for one of its requests.
     Blocked,
+    /// Asleep in the kernel (for a request, a page, or congestion); the
+    /// kernel wakes it.
+    Kernel,
     Exited,
 }
 
@@ -121,7 +146,11 @@ struct Engine<'o, O: Observer> {
     device_queue: Vec<Request>,
     in_service: Option<(Request, SimTime)>,
     timer_armed: Option<SimTime>,
-    next_id: u32,
+    blk: BlockLayer,
+    /// Each process's kernel side (bios to submit, split operations).
+    kio: kernel::KernelIo,
+    /// Scratch for completed bios.
+    done: Vec<Done>,
     metrics: Collector,
     obs: &'o mut O,
 }
@@ -168,7 +197,9 @@ pub fn run_observed<O: Observer>(
         device_queue: Vec::with_capacity(cfg.queue_depth as usize),
         in_service: None,
         timer_armed: None,
-        next_id: 0,
+        blk: BlockLayer::new(&cfg.queue)?,
+        kio: kernel::KernelIo::new(n),
+        done: Vec::new(),
         metrics: Collector::new(process_class, classes.len()),
         obs,
     };
@@ -201,9 +232,14 @@ pub fn run_observed<O: Observer>(
                 if e.timer_armed == Some(ev.time) {
                     e.timer_armed = None;
                     e.sched.timer(e.now);
+                    // The elevator's kick (kblockd) runs the queue and
+                    // removes a plug (blk_start_queueing).
+                    e.blk.remove_plug();
                     e.fill();
                 }
             }
+            Kind::Kernel(t) => e.kernel_timer(t)?,
+            Kind::KernelWake(pid) => e.kernel_wake(pid)?,
         }
         if cfg.max_requests.is_some_and(|m| e.metrics.completed >= m) {
             end = Some(e.now);
@@ -256,20 +292,10 @@ impl<O: Observer> Engine<'_, O> {
                             ),
                         ));
                     }
-                    let rq = Request {
-                        id: self.next_id,
-                        pid,
-                        sector: op.sector,
-                        nr_sectors: op.nr_sectors,
-                        dir: op.dir,
-                        sync: op.sync,
-                        arrival: self.now,
-                    };
-                    self.next_id += 1;
-                    self.metrics.inserted += 1;
-                    self.obs.inserted(&rq, self.now);
-                    self.sched.insert(rq, self.now);
-                    self.fill();
+                    if !self.submit_direct(pid, op) {
+                        self.state[p] = ProcState::Kernel;
+                        return Ok(());
+                    }
                 }
                 Step::Think(ns) => {
                     self.state[p] = ProcState::Sleeping;
@@ -285,7 +311,9 @@ impl<O: Observer> Engine<'_, O> {
                     self.sched.exit_process(pid, self.now);
                     // The elevator may have work for the disk now (2.6.20's
                     // cfq_exit_cfqq expires the exiting process's slice and
-                    // schedules a dispatch: cfq_schedule_dispatch).
+                    // schedules a dispatch: cfq_schedule_dispatch, whose
+                    // kblockd work removes any plug and runs the queue).
+                    self.blk.remove_plug();
                     self.fill();
                     return Ok(());
                 }
@@ -299,6 +327,7 @@ impl<O: Observer> Engine<'_, O> {
             match self.sched.dispatch(self.now) {
                 Dispatch::Request(rq) => {
                     self.metrics.dispatched += 1;
+                    self.blk.dispatched(&rq);
                     self.obs.dispatched(&rq, self.now);
                     self.device_queue.push(rq);
                     if self.in_service.is_none() {
@@ -345,16 +374,21 @@ impl<O: Observer> Engine<'_, O> {
         let Some((rq, _)) = self.in_service.take() else {
             return Err(Error::invalid("engine", "completion without a request in service"));
         };
-        self.metrics.request_completed(&rq, self.now);
+        self.metrics.request_completed();
         self.obs.completed(&rq, self.now);
         self.sched.completed(&rq, self.now);
         self.start_service();
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        self.blk.complete(rq.id, self.now, &mut done);
+        // The driver's completion path runs the queue (blk_run_queue).
+        self.blk.remove_plug();
         self.fill();
-        let p = rq.pid as usize;
-        self.procs[p].completed(&rq, self.now);
-        if self.state[p] == ProcState::Blocked {
-            self.run_process(rq.pid)?;
+        for d in &done {
+            self.bio_done(d)?;
         }
+        self.done = done;
+        self.apply_effects();
         Ok(())
     }
 }

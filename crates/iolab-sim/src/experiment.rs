@@ -18,6 +18,7 @@
 //! repetitions = 5
 //! ```
 
+use crate::blk::QueueSpec;
 use crate::disk::{self, DiskSpec};
 use crate::engine::{self, EngineConfig, RunControl};
 use crate::error::{Error, Result};
@@ -39,6 +40,9 @@ pub struct Spec {
     pub description: Option<String>,
     #[serde(default)]
     pub disk: DiskSpec,
+    /// The request queue between the processes and the elevator.
+    #[serde(default)]
+    pub queue: QueueSpec,
     /// `[[scheduler]]` tables, one per configuration to compare.
     #[serde(rename = "scheduler")]
     pub schedulers: Vec<SchedSpec>,
@@ -214,6 +218,7 @@ impl Experiment {
                 }
             }
         }
+        spec.queue.validate()?;
         // Build the disk and workload once to report their errors now.
         let d = disk::build(&spec.disk, &base_dir)?;
         workload::build(&spec.workload, d.capacity_sectors())?;
@@ -250,6 +255,7 @@ impl Experiment {
         let values = &self.tunables[job.scheduler];
         let elevator = (info.build)(values, &ctx);
         let cfg = EngineConfig {
+            queue: self.spec.queue.clone(),
             queue_depth: self.spec.disk.queue_depth,
             device_order: self.spec.disk.device_order,
             max_time: self.spec.run.duration_s.map(|d| SimTime((d * NS_PER_S as f64).round() as u64)),

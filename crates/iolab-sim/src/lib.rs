@@ -11,6 +11,7 @@
 //! randomness is a seeded ChaCha8 generator ([`rng::SimRng`]), so a spec and
 //! a seed give the same bytes out on every run.
 
+pub mod blk;
 pub mod disk;
 pub mod engine;
 pub mod error;

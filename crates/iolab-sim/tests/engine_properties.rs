@@ -45,6 +45,16 @@ impl Observer for Checker {
         self.tick(now);
         assert!(self.inserted.insert(rq.id, *rq).is_none(), "request {} inserted twice", rq.id);
     }
+    fn merged(&mut self, rq: &Request, absorbed: Option<u32>, now: SimTime) {
+        self.tick(now);
+        assert!(!self.dispatched.contains_key(&rq.id), "merged into request {} after its dispatch", rq.id);
+        let before = self.inserted.insert(rq.id, *rq).expect("merged into a request never inserted");
+        assert!(rq.nr_sectors > before.nr_sectors, "a merge grows the request");
+        if let Some(gone) = absorbed {
+            assert!(!self.dispatched.contains_key(&gone), "absorbed request {gone} was dispatched");
+            assert!(self.inserted.remove(&gone).is_some(), "absorbed request {gone} never inserted");
+        }
+    }
     fn dispatched(&mut self, rq: &Request, now: SimTime) {
         self.tick(now);
         assert_eq!(self.inserted.get(&rq.id), Some(rq), "dispatched a request that was not inserted, or altered it");
@@ -105,7 +115,7 @@ fn run_checked(spec: &WorkloadSpec, d: &DiskSpec, info: &SchedulerInfo, seed: u6
     let ctx = SchedContext { position_cost: disk.position_cost() };
     let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
     let cfg =
-        EngineConfig { queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
+        EngineConfig { queue: Default::default(), queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
     let mut check = Checker::default();
     let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut check)
         .unwrap_or_else(|e| panic!("{} on {:?}: {e}", info.name, d.preset));

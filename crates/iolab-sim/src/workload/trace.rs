@@ -227,7 +227,7 @@ mod tests {
     #[derive(Default)]
     struct Issues(Vec<(u32, SimTime, u64)>);
     impl Observer for Issues {
-        fn inserted(&mut self, rq: &Request, now: SimTime) {
+        fn queued(&mut self, rq: &Request, now: SimTime) {
             self.0.push((rq.pid, now, rq.sector));
         }
     }
@@ -239,7 +239,7 @@ mod tests {
         let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let cfg =
-            EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
+            EngineConfig { queue: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
         let mut seen = Issues::default();
         let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut seen).unwrap();
         (seen, out.end)
