@@ -21,7 +21,8 @@
 //! a process (its bios waiting to be submitted, its sleeps in the block
 //! layer or the page cache) is in `engine/kernel.rs`.
 
-use crate::blk::{BlockLayer, Done, KernelTimer, QueueSpec};
+use crate::blk::{BlockLayer, Done, KernelTimer, QueueSpec, Wake};
+use crate::pagecache::{PageCache, VmSpec};
 use crate::disk::{DeviceOrder, Disk};
 use crate::error::{Error, Result};
 use crate::metrics::Collector;
@@ -56,6 +57,8 @@ pub struct EngineConfig {
     pub device_order: DeviceOrder,
     /// The request queue between processes and the elevator.
     pub queue: QueueSpec,
+    /// Memory and write-back, for buffered I/O.
+    pub vm: VmSpec,
     /// Stop at this simulated time.
     pub max_time: Option<SimTime>,
     /// Stop after this many completions.
@@ -102,7 +105,7 @@ enum Kind {
     /// A block-layer or page-cache timer.
     Kernel(KernelTimer),
     /// A process's sleep in the kernel ended.
-    KernelWake(ProcessId),
+    KernelWake(ProcessId, Wake),
 }
 
 /// Ordered by time, then timers after everything else at the same
@@ -147,8 +150,15 @@ struct Engine<'o, O: Observer> {
     in_service: Option<(Request, SimTime)>,
     timer_armed: Option<SimTime>,
     blk: BlockLayer,
-    /// Each process's kernel side (bios to submit, split operations).
+    /// Each process's kernel side (bios to submit, split operations, what
+    /// it sleeps for).
     kio: kernel::KernelIo,
+    /// The page cache, for workloads with buffered I/O.
+    cache: Option<PageCache>,
+    /// Processes that have not exited.
+    live: usize,
+    /// Buffered I/O's copy time per page, ns.
+    copy_ns_per_page: u64,
     /// Scratch for completed bios.
     done: Vec<Done>,
     metrics: Collector,
@@ -178,10 +188,22 @@ pub fn run_observed<O: Observer>(
     if cfg.queue_depth == 0 {
         return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
     }
-    let BuiltWorkload { classes, processes } = workload;
+    let BuiltWorkload { mut classes, processes, page_cache } = workload;
     let n = processes.len();
-    let process_class = processes.iter().map(|p| p.process.class()).collect();
-    let process_names = processes.iter().map(|p| p.name.clone()).collect();
+    let mut process_class: Vec<u32> = processes.iter().map(|p| p.process.class()).collect();
+    let mut process_names: Vec<String> = processes.iter().map(|p| p.name.clone()).collect();
+    // The flusher (pdflush) is a kernel thread with a process id of its
+    // own after the workload's, and a class of its own.
+    let cache = if page_cache {
+        process_class.push(classes.len() as u32);
+        classes.push(kernel::FLUSHER_NAME.into());
+        process_names.push(kernel::FLUSHER_NAME.into());
+        let blk_max = crate::blk::QueueSpec::max_sectors(&cfg.queue);
+        Some(PageCache::new(&cfg.vm, cfg.queue.read_ahead_kb, blk_max, n as ProcessId)?)
+    } else {
+        None
+    };
+    let threads = n + page_cache as usize;
     let mut e = Engine {
         now: SimTime::ZERO,
         seq: 0,
@@ -190,7 +212,7 @@ pub fn run_observed<O: Observer>(
         sched,
         disk,
         procs: Vec::with_capacity(n),
-        state: vec![ProcState::Sleeping; n],
+        state: vec![ProcState::Sleeping; threads],
         rngs: (0..n as u64).map(|i| SimRng::for_stream(cfg.seed, i + 1)).collect(),
         depth: cfg.queue_depth as usize,
         order: cfg.device_order,
@@ -198,7 +220,10 @@ pub fn run_observed<O: Observer>(
         in_service: None,
         timer_armed: None,
         blk: BlockLayer::new(&cfg.queue)?,
-        kio: kernel::KernelIo::new(n),
+        kio: kernel::KernelIo::new(threads),
+        cache,
+        live: n,
+        copy_ns_per_page: crate::time::ms_to_ns(cfg.vm.copy_us_per_page / 1000.0),
         done: Vec::new(),
         metrics: Collector::new(process_class, classes.len()),
         obs,
@@ -207,6 +232,7 @@ pub fn run_observed<O: Observer>(
         e.schedule(entry.start, Kind::Wake(pid as ProcessId));
         e.procs.push(entry.process);
     }
+    e.start_flusher();
     let mut events = 0u64;
     let mut end = None;
     while let Some(Reverse(ev)) = e.heap.pop() {
@@ -239,7 +265,7 @@ pub fn run_observed<O: Observer>(
                 }
             }
             Kind::Kernel(t) => e.kernel_timer(t)?,
-            Kind::KernelWake(pid) => e.kernel_wake(pid)?,
+            Kind::KernelWake(pid, why) => e.kernel_wake(pid, why)?,
         }
         if cfg.max_requests.is_some_and(|m| e.metrics.completed >= m) {
             end = Some(e.now);
@@ -302,11 +328,23 @@ impl<O: Observer> Engine<'_, O> {
                     self.schedule(self.now + ns, Kind::Wake(pid));
                     return Ok(());
                 }
+                Step::File(op) => {
+                    if !self.start_file_op(pid, op)? {
+                        self.state[p] = ProcState::Kernel;
+                        return Ok(());
+                    }
+                    if let Some(ns) = self.copy_time(&op) {
+                        self.state[p] = ProcState::Sleeping;
+                        self.schedule(self.now + ns, Kind::Wake(pid));
+                        return Ok(());
+                    }
+                }
                 Step::Wait => {
                     self.state[p] = ProcState::Blocked;
                     return Ok(());
                 }
                 Step::Exit => {
+                    self.live -= 1;
                     self.state[p] = ProcState::Exited;
                     self.sched.exit_process(pid, self.now);
                     // The elevator may have work for the disk now (2.6.20's

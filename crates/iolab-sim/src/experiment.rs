@@ -19,6 +19,7 @@
 //! ```
 
 use crate::blk::QueueSpec;
+use crate::pagecache::VmSpec;
 use crate::disk::{self, DiskSpec};
 use crate::engine::{self, EngineConfig, RunControl};
 use crate::error::{Error, Result};
@@ -43,6 +44,9 @@ pub struct Spec {
     /// The request queue between the processes and the elevator.
     #[serde(default)]
     pub queue: QueueSpec,
+    /// Memory and write-back (buffered I/O only).
+    #[serde(default)]
+    pub vm: VmSpec,
     /// `[[scheduler]]` tables, one per configuration to compare.
     #[serde(rename = "scheduler")]
     pub schedulers: Vec<SchedSpec>,
@@ -219,6 +223,7 @@ impl Experiment {
             }
         }
         spec.queue.validate()?;
+        spec.vm.validate()?;
         // Build the disk and workload once to report their errors now.
         let d = disk::build(&spec.disk, &base_dir)?;
         workload::build(&spec.workload, d.capacity_sectors())?;
@@ -256,6 +261,7 @@ impl Experiment {
         let elevator = (info.build)(values, &ctx);
         let cfg = EngineConfig {
             queue: self.spec.queue.clone(),
+            vm: self.spec.vm.clone(),
             queue_depth: self.spec.disk.queue_depth,
             device_order: self.spec.disk.device_order,
             max_time: self.spec.run.duration_s.map(|d| SimTime((d * NS_PER_S as f64).round() as u64)),

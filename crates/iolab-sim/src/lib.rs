@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod metrics;
+pub mod pagecache;
 pub mod request;
 pub mod rng;
 pub mod sched;

@@ -131,7 +131,7 @@ fn worst(name: &str, expire_ms: [u64; 2], by_sync: bool, seed: u64) -> (u64, u64
     let (e, _) = sched::build(name, &BTreeMap::new(), &ctx).unwrap();
     // Merging off: the test follows each request from insert to dispatch.
     let queue = QueueSpec { merges: false, ..QueueSpec::default() };
-    let cfg = EngineConfig { queue,
+    let cfg = EngineConfig { queue, vm: Default::default(),
         queue_depth: 1,
         device_order: Default::default(),
         max_time: Some(SimTime(25_000 * NS_PER_MS)),

@@ -19,7 +19,7 @@
 //!   `congestion_wait` sleepers of its direction (`clear_bdi_congested`).
 //!   Read-ahead and the flusher skip work while congested.
 
-use super::Effects;
+use super::{Effects, Wake};
 use crate::request::{Dir, ProcessId};
 use crate::sched::{Elevator, MayQueue};
 use crate::time::SimTime;
@@ -87,6 +87,18 @@ impl RequestList {
     pub fn congested(&self, dir: Dir) -> bool {
         self.congested[dir.index()]
     }
+    /// Allocations `dir` takes until it is congested, the one that marks
+    /// it included (`get_request` marks it when `count + 1 >=
+    /// congestion_on`); 0 if it is congested.
+    pub fn congestion_room(&self, dir: Dir) -> u32 {
+        let rw = dir.index();
+        if self.congested[rw] {
+            0
+        } else {
+            self.congestion_on.saturating_sub(self.count[rw])
+        }
+    }
+
     /// (congestion on, congestion off) marks, for tests and docs.
     pub fn thresholds(&self) -> (u32, u32) {
         (self.congestion_on, self.congestion_off)
@@ -184,11 +196,11 @@ impl RequestList {
             self.congested[rw] = false;
             // clear_bdi_congested wakes every congestion_wait sleeper of
             // this direction.
-            fx.wake.extend(self.congestion_sleepers[rw].drain(..));
+            fx.wake.extend(self.congestion_sleepers[rw].drain(..).map(|p| (p, Wake::Congestion)));
         }
         if self.count[rw] < self.nr_requests {
             if let Some(pid) = self.waiters[rw].pop_front() {
-                fx.wake.push(pid);
+                fx.wake.push((pid, Wake::Request));
             }
             self.full[rw] = false;
         }
@@ -246,9 +258,9 @@ mod tests {
         // One free with the count back below 128 wakes one sleeper.
         rl.freed(Dir::Write, t, &mut fx);
         rl.freed(Dir::Write, t, &mut fx);
-        assert_eq!(fx.wake, vec![1]);
+        assert_eq!(fx.wake, vec![(1, Wake::Request)]);
         rl.freed(Dir::Write, t, &mut fx);
-        assert_eq!(fx.wake, vec![1, 2]);
+        assert_eq!(fx.wake, vec![(1, Wake::Request), (2, Wake::Request)]);
     }
 
     #[test]
@@ -289,7 +301,7 @@ mod tests {
             assert!(fx.wake.is_empty(), "still congested at {}", rl.count(Dir::Write));
         }
         rl.freed(Dir::Write, t, &mut fx);
-        assert_eq!(fx.wake, vec![7, 8]);
+        assert_eq!(fx.wake, vec![(7, Wake::Congestion), (8, Wake::Congestion)]);
         assert!(!rl.congested(Dir::Write));
     }
 }

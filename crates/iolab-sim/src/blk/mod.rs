@@ -61,11 +61,21 @@ pub struct QueueSpec {
     /// is what the later `nomerges` sysfs file does (for replaying traces
     /// recorded below the merge point).
     pub merges: bool,
+    /// The most read-ahead reads at once, KiB (`read_ahead_kb`; 2.6.20's
+    /// `VM_MAX_READAHEAD`). Buffered reads only.
+    pub read_ahead_kb: u32,
 }
 
 impl Default for QueueSpec {
     fn default() -> Self {
-        QueueSpec { nr_requests: 128, max_sectors_kb: 512, unplug_thresh: 4, unplug_delay_ms: 3.0, merges: true }
+        QueueSpec {
+            nr_requests: 128,
+            max_sectors_kb: 512,
+            unplug_thresh: 4,
+            unplug_delay_ms: 3.0,
+            merges: true,
+            read_ahead_kb: crate::pagecache::readahead::VM_MAX_READAHEAD_KB,
+        }
     }
 }
 
@@ -85,6 +95,12 @@ impl QueueSpec {
             return Err(Error::invalid(
                 "queue.max_sectors_kb",
                 format!("must be within [4, 32768] (one page at least), got {}", self.max_sectors_kb),
+            ));
+        }
+        if self.read_ahead_kb > 64 * 1024 {
+            return Err(Error::invalid(
+                "queue.read_ahead_kb",
+                format!("must be at most 65536, got {}", self.read_ahead_kb),
             ));
         }
         if self.unplug_thresh == 0 {
@@ -118,6 +134,20 @@ pub enum KernelTimer {
     Sleep { pid: ProcessId, token: u32 },
 }
 
+/// Why a process sleeping in the kernel is woken: a process is woken
+/// only for what it sleeps for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wake {
+    /// A request was freed (`get_request_wait`).
+    Request,
+    /// A page it waits for is up to date (`lock_page`).
+    Page,
+    /// Its `congestion_wait` ended (congestion cleared, or the timeout).
+    Congestion,
+    /// The flusher has work.
+    Flusher,
+}
+
 /// What the block layer and the page cache ask of the engine. Drained by
 /// the engine after each call into them; the vectors keep their capacity.
 #[derive(Debug, Default)]
@@ -127,8 +157,8 @@ pub struct Effects {
     pub run_queue: bool,
     /// Timers to arm.
     pub timers: Vec<(SimTime, KernelTimer)>,
-    /// Processes whose kernel sleep ended (each at most once per sleep).
-    pub wake: Vec<ProcessId>,
+    /// Processes whose kernel sleep ended, and why.
+    pub wake: Vec<(ProcessId, Wake)>,
 }
 
 /// What became of a submitted bio.
@@ -258,6 +288,12 @@ impl BlockLayer {
     /// Write congestion (`bdi_write_congested`) or read congestion.
     pub fn congested(&self, dir: crate::request::Dir) -> bool {
         self.rl.congested(dir)
+    }
+
+    /// Requests a direction may still allocate before it is congested
+    /// (0 if it is).
+    pub fn congestion_room(&self, dir: crate::request::Dir) -> u32 {
+        self.rl.congestion_room(dir)
     }
 
     /// Requests allocated in a data direction (`q->rq.count[rw]`).

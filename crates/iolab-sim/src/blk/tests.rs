@@ -185,7 +185,7 @@ fn a_full_request_list_puts_the_submitter_to_sleep_until_a_request_frees() {
         b.dispatched(&rq);
         b.complete(rq.id, T, &mut done);
     }
-    assert_eq!(b.fx.wake, vec![0]);
+    assert_eq!(b.fx.wake, vec![(0, Wake::Request)]);
     assert!(b.retry(0, &mut *e, T).is_some(), "woken, it allocates");
     assert!(!b.parked(0) && b.parked(1));
 }

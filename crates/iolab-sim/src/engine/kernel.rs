@@ -1,8 +1,10 @@
 //! The kernel side of the engine's processes: turning a process's direct
-//! I/O into bios for the block layer, sleeping when the block layer says
-//! so, and waking on its word; and carrying out what the block layer asks
-//! of the engine ([`crate::blk::Effects`]: run the queue, arm timers,
-//! wake processes).
+//! I/O into bios for the block layer; running its buffered operations
+//! through the page cache; sleeping when the block layer or the page cache
+//! says so (for a request, a page, or congestion) and waking on their word;
+//! the flusher thread; and carrying out what the block layer asks of the
+//! engine ([`crate::blk::Effects`]: run the queue, arm timers, wake
+//! processes).
 //!
 //! Direct I/O, as 2.6.20's fs/direct-io.c does it: an operation larger
 //! than the queue's `max_sectors` is cut into bios of at most that size,
@@ -13,11 +15,27 @@
 
 use super::{Engine, Kind, Observer, ProcState};
 use crate::blk::bio::{Bio, Origin, SINGLE};
-use crate::blk::{Done, KernelTimer, Submitted};
-use crate::error::Result;
+use crate::blk::{Done, KernelTimer, Submitted, Wake};
+use crate::error::{Error, Result};
+use crate::pagecache::{FileMap, FileOp, Step as CacheStep};
 use crate::request::{ProcessId, Request};
-use crate::workload::IoOp;
+use crate::workload::{IoOp, Process};
 use std::collections::VecDeque;
+
+/// The flusher's name in results (2.6.20's pdflush).
+pub(super) const FLUSHER_NAME: &str = "pdflush";
+
+/// The processes' files, for the page cache.
+struct ProcMap<'a>(&'a [Box<dyn Process>]);
+
+impl FileMap for ProcMap<'_> {
+    fn sector(&self, pid: ProcessId, file: u32, page: u64) -> u64 {
+        self.0[pid as usize].file_sector(file, page)
+    }
+    fn pages(&self, pid: ProcessId, file: u32) -> u64 {
+        self.0[pid as usize].file_pages(file)
+    }
+}
 
 /// A direct operation cut into several bios.
 #[derive(Copy, Clone, Debug)]
@@ -34,11 +52,21 @@ pub(super) struct KernelIo {
     queue: Vec<VecDeque<Bio>>,
     split: Vec<Option<SplitOp>>,
     free_split: Vec<u32>,
+    /// What a process asleep in the kernel waits for.
+    waits: Vec<Option<Wake>>,
+    /// The buffered operation a process is in (for its copy time).
+    file_op: Vec<Option<FileOp>>,
 }
 
 impl KernelIo {
     pub fn new(processes: usize) -> KernelIo {
-        KernelIo { queue: (0..processes).map(|_| VecDeque::new()).collect(), split: Vec::new(), free_split: Vec::new() }
+        KernelIo {
+            queue: (0..processes).map(|_| VecDeque::new()).collect(),
+            split: Vec::new(),
+            free_split: Vec::new(),
+            waits: vec![None; processes],
+            file_op: vec![None; processes],
+        }
     }
 
     fn new_split(&mut self, op: SplitOp) -> u32 {
@@ -97,6 +125,8 @@ impl<O: Observer> Engine<'_, O> {
         if all {
             // blk_run_address_space: direct I/O does not wait on a plug.
             self.blk.unplug();
+        } else {
+            self.kio.waits[p] = Some(Wake::Request);
         }
         self.apply_effects();
         all
@@ -143,8 +173,8 @@ impl<O: Observer> Engine<'_, O> {
             }
             self.schedule(at, Kind::Kernel(t));
         }
-        for pid in wake.drain(..) {
-            self.schedule(self.now, Kind::KernelWake(pid));
+        for (pid, why) in wake.drain(..) {
+            self.schedule(self.now, Kind::KernelWake(pid, why));
         }
         self.blk.fx.timers = timers;
         self.blk.fx.wake = wake;
@@ -157,34 +187,164 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn kernel_timer(&mut self, t: KernelTimer) -> Result<()> {
         match t {
             KernelTimer::Unplug => self.blk.unplug_timer(self.now),
-            KernelTimer::Flusher | KernelTimer::Sleep { .. } => {}
+            KernelTimer::Flusher => {
+                // Once every process has exited, the run ends: no more
+                // periodic write-back (dirty pages left are reported).
+                if self.live > 0 {
+                    if let Some(c) = self.cache.as_mut() {
+                        c.flusher_timer(&mut self.blk, self.now);
+                    }
+                }
+            }
+            KernelTimer::Sleep { pid, token } => {
+                if let Some(c) = self.cache.as_mut() {
+                    c.sleep_timer(pid, token, &mut self.blk);
+                }
+            }
         }
         self.apply_effects();
         Ok(())
     }
 
-    /// A process's kernel sleep ended: finish what it was doing, then let
-    /// it run.
-    pub(super) fn kernel_wake(&mut self, pid: ProcessId) -> Result<()> {
+    /// Arm the flusher's first periodic write-back and put it to sleep
+    /// until it has work.
+    pub(super) fn start_flusher(&mut self) {
+        let Some(c) = self.cache.as_ref() else { return };
+        let f = c.flusher_pid() as usize;
+        self.state[f] = ProcState::Kernel;
+        self.kio.waits[f] = Some(Wake::Flusher);
+        if let Some(at) = c.first_timer() {
+            self.schedule(at, Kind::Kernel(KernelTimer::Flusher));
+        }
+    }
+
+    /// A process issued a buffered operation. True if it completed at once
+    /// (the process goes on after its copy time); false if it sleeps.
+    pub(super) fn start_file_op(&mut self, pid: ProcessId, op: FileOp) -> Result<bool> {
+        let Some(cache) = self.cache.as_mut() else {
+            return Err(Error::invalid(
+                "workload",
+                format!("process {pid} did buffered I/O in a workload built without the page cache"),
+            ));
+        };
+        cache.start(pid, op, &ProcMap(&self.procs));
+        self.kio.file_op[pid as usize] = Some(op);
+        let done = self.cache_continue(pid);
+        if done {
+            self.kio.file_op[pid as usize] = None;
+        }
+        Ok(done)
+    }
+
+    /// The time a finished buffered operation spends copying its pages
+    /// between the cache and the process (`vm.copy_us_per_page`).
+    pub(super) fn copy_time(&self, op: &FileOp) -> Option<u64> {
+        let ns = self.copy_ns_per_page * op.pages as u64;
+        (ns > 0).then_some(ns)
+    }
+
+    /// Carry `pid`'s buffered operation (or the flusher's pass) as far as
+    /// it goes: submit its bios, step the page cache. True when the
+    /// operation is done; false when `pid` sleeps (what for is in
+    /// `kio.waits`).
+    fn cache_continue(&mut self, pid: ProcessId) -> bool {
         let p = pid as usize;
-        if self.state[p] != ProcState::Kernel {
+        loop {
+            if !self.submit_queued(pid) {
+                self.kio.waits[p] = Some(Wake::Request);
+                self.apply_effects();
+                return false;
+            }
+            let cache = self.cache.as_mut().expect("buffered I/O without a page cache");
+            let step = cache.step(pid, &ProcMap(&self.procs), &mut self.blk, self.now);
+            self.kio.queue[p].extend(cache.out.drain(..));
+            let flusher = pid == cache.flusher_pid();
+            match step {
+                CacheStep::Submit => continue,
+                CacheStep::Done => {
+                    if !self.submit_queued(pid) {
+                        self.kio.waits[p] = Some(Wake::Request);
+                        self.apply_effects();
+                        return false;
+                    }
+                    if flusher {
+                        self.kio.waits[p] = Some(Wake::Flusher);
+                    }
+                    self.apply_effects();
+                    return true;
+                }
+                CacheStep::WaitPage => {
+                    if !self.submit_queued(pid) {
+                        self.kio.waits[p] = Some(Wake::Request);
+                        self.apply_effects();
+                        return false;
+                    }
+                    // lock_page -> sync_page: the reader unplugs the queue.
+                    self.blk.unplug();
+                    self.kio.waits[p] = Some(Wake::Page);
+                    self.apply_effects();
+                    return false;
+                }
+                CacheStep::Sleep => {
+                    debug_assert!(self.kio.queue[p].is_empty());
+                    self.kio.waits[p] = Some(Wake::Congestion);
+                    self.apply_effects();
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// A process's kernel sleep ended: finish what it was doing, then let
+    /// it run. A wake for something else than what it sleeps for is stale.
+    pub(super) fn kernel_wake(&mut self, pid: ProcessId, why: Wake) -> Result<()> {
+        let p = pid as usize;
+        if self.state[p] != ProcState::Kernel || self.kio.waits[p] != Some(why) {
             return Ok(());
         }
-        if self.blk.parked(pid) {
-            match self.blk.retry(pid, &mut *self.sched, self.now) {
+        self.kio.waits[p] = None;
+        match why {
+            Wake::Request => match self.blk.retry(pid, &mut *self.sched, self.now) {
                 Some(rq) => {
                     self.metrics.inserted += 1;
                     self.obs.inserted(&rq, self.now);
                 }
                 None => {
+                    self.kio.waits[p] = Some(Wake::Request);
                     self.apply_effects();
                     return Ok(());
                 }
+            },
+            Wake::Congestion => {
+                if let Some(c) = self.cache.as_mut() {
+                    c.woken(pid, &mut self.blk);
+                }
             }
+            Wake::Page | Wake::Flusher => {}
+        }
+        let in_cache = self.kio.file_op[p].is_some() || self.cache.as_ref().is_some_and(|c| c.flusher_pid() == pid);
+        if in_cache {
+            if !self.cache_continue(pid) {
+                return Ok(());
+            }
+            if self.cache.as_ref().is_some_and(|c| c.flusher_pid() == pid) {
+                return Ok(());
+            }
+            let op = self.kio.file_op[p].take().expect("a buffered operation");
+            self.state[p] = ProcState::Sleeping;
+            return match self.copy_time(&op) {
+                Some(ns) => {
+                    self.schedule(self.now + ns, Kind::Wake(pid));
+                    Ok(())
+                }
+                None => self.run_process(pid),
+            };
         }
         let all = self.submit_queued(pid);
         if all {
             self.blk.unplug();
+        } else {
+            self.kio.waits[p] = Some(Wake::Request);
         }
         self.apply_effects();
         if !all {
@@ -220,7 +380,11 @@ impl<O: Observer> Engine<'_, O> {
                     self.run_process(bio.pid)?;
                 }
             }
-            Origin::Cache { .. } => {}
+            Origin::Cache { file, page, pages } => {
+                if let Some(c) = self.cache.as_mut() {
+                    c.io_done(file, page, pages, bio.dir, &mut self.blk);
+                }
+            }
         }
         Ok(())
     }

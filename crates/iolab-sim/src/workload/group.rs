@@ -181,5 +181,5 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
             process: Box::new(PatternProcess::new(class, region, file, stop, vec![phase])),
         })
         .collect();
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: false })
 }

@@ -111,5 +111,5 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
             process: Box::new(PatternProcess::new(i as u32, start, file, SimTime::NEVER, phases.clone())),
         })
         .collect();
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: false })
 }

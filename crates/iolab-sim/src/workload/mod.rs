@@ -38,8 +38,13 @@ pub struct IoOp {
 /// What a process does next.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Submit this request now (then the engine asks again at once).
+    /// Submit this request now, bypassing the page cache (direct I/O;
+    /// then the engine asks again at once).
     Issue(IoOp),
+    /// Read or write pages of one of its files through the page cache
+    /// (buffered I/O). The process is blocked until the operation is done,
+    /// then asked again.
+    File(crate::pagecache::FileOp),
     /// Compute for this many ns, then ask again.
     Think(u64),
     /// Block until one of its requests completes.
@@ -57,6 +62,16 @@ pub trait Process: Send {
     /// One of its requests completed (the engine then calls `next` unless
     /// the process is thinking).
     fn completed(&mut self, rq: &Request, now: SimTime);
+    /// Optional, for processes that use `Step::File`: the first sector of
+    /// page (4 KiB) `page` of its file `file`.
+    fn file_sector(&self, _file: u32, _page: u64) -> u64 {
+        0
+    }
+    /// Optional, for processes that use `Step::File`: the size of its file
+    /// `file` in pages.
+    fn file_pages(&self, _file: u32) -> u64 {
+        0
+    }
 }
 
 /// A process ready to run, with its name and start time.
@@ -70,6 +85,9 @@ pub struct ProcessEntry {
 pub struct BuiltWorkload {
     pub classes: Vec<String>,
     pub processes: Vec<ProcessEntry>,
+    /// Some process does buffered I/O (`Step::File`): the run needs the
+    /// page cache and its flusher.
+    pub page_cache: bool,
 }
 
 /// The `[workload]` table of an experiment spec.

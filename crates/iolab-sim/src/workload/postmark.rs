@@ -308,7 +308,7 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
         processes.push(ProcessEntry { name: format!("postmark.{i}"), start: SimTime::ZERO, process: Box::new(p) });
     }
     let classes = (0..n).map(|i| format!("postmark.{i}")).collect();
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: false })
 }
 
 impl PostmarkProcess {
@@ -608,6 +608,7 @@ mod tests {
                 }
                 Step::Think(ns) => now += ns,
                 Step::Wait => panic!("waiting with nothing in flight"),
+                Step::File(op) => panic!("Postmark does no buffered file operation: {op:?}"),
                 Step::Exit => break,
             }
         }

@@ -200,7 +200,7 @@ fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWork
         classes.push(name.clone());
         processes.push(ProcessEntry { name, start: SimTime::ZERO, process: Box::new(p) as Box<dyn Process> });
     }
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: false })
 }
 
 #[cfg(test)]
@@ -239,7 +239,7 @@ mod tests {
         let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let cfg =
-            EngineConfig { queue: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
         let mut seen = Issues::default();
         let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut seen).unwrap();
         (seen, out.end)

@@ -432,7 +432,7 @@ pub fn build(spec: &WebSpec, capacity: u64) -> Result<BuiltWorkload> {
             }) as Box<dyn Process>,
         })
         .collect();
-    Ok(BuiltWorkload { classes: vec!["web".into()], processes })
+    Ok(BuiltWorkload { classes: vec!["web".into()], processes, page_cache: false })
 }
 
 #[cfg(test)]
@@ -558,7 +558,7 @@ mod tests {
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let built = build(&spec, disk.capacity_sectors()).unwrap();
         let cfg =
-            EngineConfig { queue: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
         let mut gaps = Gaps::default();
         engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut gaps).unwrap();
         let long = |lo: f64, hi: f64| {

@@ -1,0 +1,1 @@
+//! The page cache against the block layer, without an engine.
