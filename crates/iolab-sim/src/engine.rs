@@ -95,6 +95,10 @@ pub struct Outcome {
     pub process_names: Vec<String>,
     /// The scheduler's anticipation accounting at the end of the run.
     pub anticipation: Option<crate::sched::AnticipationStats>,
+    /// Each process's phase timings (processes that keep them).
+    pub timings: Vec<(ProcessId, crate::workload::process::PhaseTiming)>,
+    /// The page cache's counters, for runs with buffered I/O.
+    pub cache: Option<crate::pagecache::CacheReport>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -131,6 +135,8 @@ enum ProcState {
     /// Asleep in the kernel (for a request, a page, or congestion); the
     /// kernel wakes it.
     Kernel,
+    /// Waiting at a barrier for the other parties.
+    Barrier,
     Exited,
 }
 
@@ -159,6 +165,8 @@ struct Engine<'o, O: Observer> {
     live: usize,
     /// Buffered I/O's copy time per page, ns.
     copy_ns_per_page: u64,
+    /// Processes waiting at each barrier (group, key).
+    barriers: std::collections::BTreeMap<(u32, u32), Vec<ProcessId>>,
     /// Scratch for completed bios.
     done: Vec<Done>,
     metrics: Collector,
@@ -224,6 +232,7 @@ pub fn run_observed<O: Observer>(
         cache,
         live: n,
         copy_ns_per_page: crate::time::ms_to_ns(cfg.vm.copy_us_per_page / 1000.0),
+        barriers: std::collections::BTreeMap::new(),
         done: Vec::new(),
         metrics: Collector::new(process_class, classes.len()),
         obs,
@@ -294,7 +303,14 @@ pub fn run_observed<O: Observer>(
     };
     let overhang_ns = e.in_service.map_or(0, |(_, done)| done.since(end));
     let anticipation = e.sched.anticipation();
-    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation })
+    let timings = e
+        .procs
+        .iter()
+        .enumerate()
+        .flat_map(|(pid, p)| p.timings().iter().map(move |t| (pid as ProcessId, *t)))
+        .collect();
+    let cache = e.cache.as_ref().map(|c| c.report());
+    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache })
 }
 
 impl<O: Observer> Engine<'_, O> {
@@ -342,6 +358,21 @@ impl<O: Observer> Engine<'_, O> {
                 Step::Wait => {
                     self.state[p] = ProcState::Blocked;
                     return Ok(());
+                }
+                Step::Barrier { group, key, parties } => {
+                    let waiting = self.barriers.entry((group, key)).or_default();
+                    waiting.push(pid);
+                    if waiting.len() < parties as usize {
+                        self.state[p] = ProcState::Barrier;
+                        return Ok(());
+                    }
+                    // The last to arrive releases the others and goes on.
+                    for other in self.barriers.remove(&(group, key)).unwrap_or_default() {
+                        if other != pid {
+                            self.state[other as usize] = ProcState::Sleeping;
+                            self.schedule(self.now, Kind::Wake(other));
+                        }
+                    }
                 }
                 Step::Exit => {
                     self.live -= 1;

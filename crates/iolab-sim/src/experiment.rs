@@ -270,6 +270,10 @@ impl Experiment {
         };
         let out = engine::run(disk, elevator, built, &cfg, control)?;
         let header = RunHeader { scheduler: s.display_name().to_string(), tunables: values.0.clone(), seed: job.seed };
-        Ok(out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation))
+        let mut result =
+            out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation);
+        result.phases = crate::metrics::phase_results(&out.timings);
+        result.page_cache = out.cache;
+        Ok(result)
     }
 }

@@ -212,6 +212,8 @@ impl Collector {
                 .enumerate()
                 .map(|(i, name)| self.per_process[i].group(name, 1, elapsed))
                 .collect(),
+            phases: Vec::new(),
+            page_cache: None,
         }
     }
 }
@@ -293,6 +295,56 @@ pub struct AnticipationSummary {
     pub mean_success_wait_ms: f64,
 }
 
+/// One phase (IOzone test) over all the processes that ran it, as IOzone
+/// reports a throughput-mode test (`-t`): "Children see throughput" is the
+/// sum of each process's own rate (its bytes over its own time in the
+/// phase); "Parent sees throughput" is all the bytes over the time from
+/// the first process's start to the last one's end. MB/s (10^6 bytes).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseResult {
+    pub phase: String,
+    pub processes: u32,
+    pub bytes: u64,
+    pub children_mb_s: f64,
+    pub parent_mb_s: f64,
+    pub min_process_mb_s: f64,
+    pub max_process_mb_s: f64,
+    /// From the first start to the last end.
+    pub elapsed_ms: f64,
+}
+
+/// IOzone-style results of per-process phase timings, phases in the order
+/// they first appear.
+pub fn phase_results(timings: &[(crate::request::ProcessId, crate::workload::process::PhaseTiming)]) -> Vec<PhaseResult> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for (_, t) in timings {
+        if !names.contains(&t.phase) {
+            names.push(t.phase);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let ts: Vec<_> = timings.iter().filter(|(_, t)| t.phase == name).map(|(_, t)| t).collect();
+            let rate = |bytes: u64, ns: u64| if ns == 0 { 0.0 } else { bytes as f64 / 1e6 / (ns as f64 / 1e9) };
+            let own: Vec<f64> = ts.iter().map(|t| rate(t.bytes, t.end.since(t.start))).collect();
+            let start = ts.iter().map(|t| t.start).min().unwrap_or_default();
+            let end = ts.iter().map(|t| t.end).max().unwrap_or_default();
+            let bytes = ts.iter().map(|t| t.bytes).sum();
+            PhaseResult {
+                phase: name.to_string(),
+                processes: ts.len() as u32,
+                bytes,
+                children_mb_s: own.iter().sum(),
+                parent_mb_s: rate(bytes, end.since(start)),
+                min_process_mb_s: own.iter().copied().fold(f64::INFINITY, f64::min),
+                max_process_mb_s: own.iter().copied().fold(0.0, f64::max),
+                elapsed_ms: ns_to_ms(end.since(start)),
+            }
+        })
+        .collect()
+}
+
 /// The result of one scheduler on one seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunResult {
@@ -313,4 +365,10 @@ pub struct RunResult {
     pub anticipation: AnticipationSummary,
     pub per_class: Vec<GroupResult>,
     pub per_process: Vec<GroupResult>,
+    /// Per phase, IOzone-style (workloads with phases: IOzone).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseResult>,
+    /// The page cache (runs with buffered I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache: Option<crate::pagecache::CacheReport>,
 }

@@ -104,8 +104,9 @@ fn arb_group() -> impl Strategy<Value = GroupSpec> {
         prop_oneof![Just(4.0), Just(16.0), Just(64.0)],
         0.01f64..8.0,
         1u32..3,
+        any::<bool>(),
     )
-        .prop_map(|(c, p, o, s, kb, t, passes)| group(c, p, o, s, kb, t, passes))
+        .prop_map(|(c, p, o, s, kb, t, passes, direct)| GroupSpec { direct, ..group(c, p, o, s, kb, t, passes) })
 }
 
 /// Run `spec` on one disk and scheduler to its end, checking as it goes.
@@ -127,12 +128,14 @@ proptest! {
 
     #[test]
     fn every_request_completes_exactly_once(groups in prop::collection::vec(arb_group(), 1..4), seed in 0u64..1000) {
+        // A small buffered writer may leave all its data dirty in memory.
+        let io_expected = groups.iter().any(|g| g.direct || g.op == OpSpec::Read);
         let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: groups });
         for d in disks() {
             for info in SCHEDULERS {
                 let (check, out) = run_checked(&spec, &d, info, seed);
                 prop_assert_eq!(check.inserted.len(), check.completed.len(), "{}: not every request completed", info.name);
-                prop_assert!(check.inserted.len() > 0);
+                prop_assert!(check.inserted.len() > 0 || !io_expected);
                 prop_assert_eq!(out.collector.completed() as usize, check.completed.len());
                 if let Some(a) = out.anticipation {
                     prop_assert_eq!(a.started, a.succeeded + a.failed, "{}: A-T != A-S + A-F", info.name);

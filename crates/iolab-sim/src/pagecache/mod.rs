@@ -232,6 +232,20 @@ pub struct PageCache {
     pub stats: CacheStats,
 }
 
+/// The page cache at the end of a run.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheReport {
+    #[serde(flatten)]
+    pub stats: CacheStats,
+    pub cached_pages: u64,
+    /// Dirty data not written back when the run ended.
+    pub dirty_pages_left: u64,
+    pub writeback_pages_left: u64,
+    /// The write-back thresholds, pages.
+    pub background_limit_pages: u64,
+    pub dirty_limit_pages: u64,
+}
+
 /// Counters for reports and tests.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CacheStats {
@@ -623,6 +637,18 @@ impl PageCache {
             *t += 1;
         }
         blk.congestion_cancel(pid);
+    }
+
+    /// The counters and what is left dirty, for the run's result.
+    pub fn report(&self) -> CacheReport {
+        CacheReport {
+            stats: self.stats,
+            cached_pages: self.nr_pages,
+            dirty_pages_left: self.nr_dirty,
+            writeback_pages_left: self.nr_writeback,
+            background_limit_pages: self.limits.background,
+            dirty_limit_pages: self.limits.dirty,
+        }
     }
 
     /// Pages cached, dirty, under write-back (tests, reports).

@@ -49,6 +49,10 @@ pub enum Step {
     Think(u64),
     /// Block until one of its requests completes.
     Wait,
+    /// Wait until `parties` processes of barrier group `group` have
+    /// reached point `key`, then go on (IOzone's children start each test
+    /// together).
+    Barrier { group: u32, key: u32, parties: u32 },
     /// The process is done.
     Exit,
 }
@@ -71,6 +75,11 @@ pub trait Process: Send {
     /// `file` in pages.
     fn file_pages(&self, _file: u32) -> u64 {
         0
+    }
+    /// Optional: when each of its phases started and ended, and the bytes
+    /// it moved in each (for IOzone-style throughput).
+    fn timings(&self) -> &[process::PhaseTiming] {
+        &[]
     }
 }
 
@@ -116,6 +125,15 @@ pub enum Placement {
     Spread,
     /// Files one after the other from the start of the disk.
     Packed,
+    /// Files created one after the other in one directory of an ext2/3
+    /// layout (`fs_layout`): in the directory's block group, first fit
+    /// after its metadata, spilling to the next groups.
+    Directory,
+    /// As `directory`, with ext3's block goal for each writer
+    /// (`ext3_find_near`: the group's start plus `(pid % 16)` sixteenths
+    /// of the group): files written by different processes start up to
+    /// 15/16 of a group apart, files of the same colour follow each other.
+    Ext3,
 }
 
 /// Build the processes of a workload on a disk of `capacity_sectors`.
@@ -187,6 +205,9 @@ pub(crate) fn kib_to_sectors(field: &str, kib: f64) -> Result<u64> {
 /// Start sectors for `files` regions of `sizes[i]` sectors each.
 pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &str) -> Result<Vec<u64>> {
     const ALIGN: u64 = 8; // 4 KiB, a file-system block
+    if matches!(placement, Placement::Directory | Placement::Ext3) {
+        return fs_layout::place_in_directory(sizes, capacity, placement == Placement::Ext3, field);
+    }
     let total: u64 = sizes.iter().sum();
     if total > capacity {
         return Err(Error::invalid(
@@ -203,8 +224,8 @@ pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &
     let mut next_free = 0u64;
     for (i, &size) in sizes.iter().enumerate() {
         let wanted = match placement {
-            Placement::Packed => next_free,
             Placement::Spread => (capacity / n.max(1) * i as u64) / ALIGN * ALIGN,
+            _ => next_free,
         };
         let start = wanted.max(next_free).min(capacity - size);
         starts.push(start);
@@ -224,6 +245,24 @@ mod tests {
         let p = place(Placement::Packed, &[10, 16, 16], 4000, "w").unwrap();
         assert_eq!(p, [0, 16, 32]);
         assert!(place(Placement::Packed, &[3000, 3000], 4000, "w").is_err());
+    }
+
+    #[test]
+    fn directory_placement_goes_through_the_file_system_layout() {
+        let cap = 1 << 22; // 2 GiB: 16 groups of 128 MiB
+        let d = place(Placement::Directory, &[1024, 1024, 1024], cap, "w").unwrap();
+        // One group's metadata (3 + 256 blocks), the directory's block, then
+        // the files back to back.
+        let first = (3 + 256 + 1) * 8;
+        assert_eq!(d, [first, first + 1024, first + 2048]);
+        // ext3's colours: process i's goal is i/16 of the group.
+        let e = place(Placement::Ext3, &[1024, 1024, 1024], cap, "w").unwrap();
+        let sixteenth = 32768 / 16 * 8;
+        assert_eq!(e[0], first);
+        assert_eq!(e[1], sixteenth);
+        assert_eq!(e[2], 2 * sixteenth);
+        let err = place(Placement::Directory, &[1 << 23], cap, "workload").unwrap_err().to_string();
+        assert!(err.starts_with("workload"), "{err}");
     }
 
     #[test]

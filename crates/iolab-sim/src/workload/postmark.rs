@@ -78,6 +78,9 @@ pub struct PostmarkSpec {
     pub inode_cache: u32,
     /// Time between transactions (Postmark has none).
     pub think: ThinkSpec,
+    /// CPU time after each request the process waited for, before its
+    /// next one (the system-call and copying work between two requests).
+    pub cpu: ThinkSpec,
     /// Transactions start as this arrival stream instead (open loop, hot
     /// news bursts; see `arrivals`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +111,7 @@ impl Default for PostmarkSpec {
             max_outstanding: 32,
             inode_cache: 128,
             think: ThinkSpec::default(),
+            cpu: ThinkSpec::default(),
             pacing: None,
             create_phase: true,
             delete_phase: true,
@@ -202,6 +206,9 @@ pub struct PostmarkProcess {
     class: u32,
     cfg: Config,
     think: ThinkTime,
+    cpu: ThinkTime,
+    /// A request it waited for completed: CPU time is due.
+    cpu_due: bool,
     pacing: Option<ArrivalSpec>,
     arrivals: Option<Arrivals>,
     next_arrival: Option<SimTime>,
@@ -264,6 +271,7 @@ fn config(spec: &PostmarkSpec) -> Result<Config> {
 pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
     let cfg = config(spec)?;
     let think = ThinkTime::from_spec(&spec.think, "workload.think")?;
+    let cpu = ThinkTime::from_spec(&spec.cpu, "workload.cpu")?;
     if let Some(p) = &spec.pacing {
         Arrivals::new(p, SimTime::ZERO, SimTime::NEVER, "workload.pacing")?;
     }
@@ -296,7 +304,7 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
                 ),
             ));
         }
-        let p = PostmarkProcess::new(
+        let mut p = PostmarkProcess::new(
             i,
             cfg.clone(),
             think.clone(),
@@ -305,6 +313,7 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
             spec.inode_cache,
             spec.max_outstanding,
         );
+        p.cpu = cpu.clone();
         processes.push(ProcessEntry { name: format!("postmark.{i}"), start: SimTime::ZERO, process: Box::new(p) });
     }
     let classes = (0..n).map(|i| format!("postmark.{i}")).collect();
@@ -327,6 +336,8 @@ impl PostmarkProcess {
             class,
             cfg,
             think,
+            cpu: ThinkTime::Constant(0),
+            cpu_due: false,
             pacing,
             arrivals: None,
             next_arrival: None,
@@ -574,6 +585,12 @@ impl Process for PostmarkProcess {
     }
 
     fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
+        if std::mem::take(&mut self.cpu_due) {
+            let ns = self.cpu.draw(rng);
+            if ns > 0 {
+                return Step::Think(ns);
+            }
+        }
         loop {
             if let Some(step) = self.q.poll() {
                 return step;
@@ -586,6 +603,7 @@ impl Process for PostmarkProcess {
 
     fn completed(&mut self, rq: &Request, _now: SimTime) {
         self.q.completed(rq);
+        self.cpu_due |= rq.sync && !self.cpu.is_zero();
     }
 }
 
@@ -609,6 +627,7 @@ mod tests {
                 Step::Think(ns) => now += ns,
                 Step::Wait => panic!("waiting with nothing in flight"),
                 Step::File(op) => panic!("Postmark does no buffered file operation: {op:?}"),
+                Step::Barrier { .. } => panic!("Postmark has no barrier"),
                 Step::Exit => break,
             }
         }
