@@ -211,8 +211,10 @@ impl BlockLayer {
 
     /// `elv_rqhash_del`.
     pub(super) fn hash_del(&mut self, rq: &Request) {
-        if self.hash.get(&rq.end_sector()) == Some(&rq.id) {
-            self.hash.remove(&rq.end_sector());
+        if let std::collections::hash_map::Entry::Occupied(e) = self.hash.entry(rq.end_sector()) {
+            if *e.get() == rq.id {
+                e.remove();
+            }
         }
     }
 }

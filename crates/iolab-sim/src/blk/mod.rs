@@ -37,6 +37,32 @@ use crate::sched::Elevator;
 use crate::time::{ms_to_ns, SimTime};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A one-multiply hasher (as rustc's FxHasher) for the block layer's
+/// integer keys, which no user picks adversarially: hashing sits on the
+/// path of every request.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(x as u64);
+    }
+}
+
+pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// The `[queue]` table of an experiment spec: the request queue's
 /// settings, with 2.6.20's defaults and sysfs names
@@ -233,13 +259,13 @@ pub struct BlockLayer {
     table: Table,
     bios: BioStore,
     /// `elv_rqhash`: queued requests by end sector (back-merge lookup).
-    hash: HashMap<u64, RequestId>,
+    hash: IntMap<u64, RequestId>,
     /// `q->last_merge`: the one-hit merge cache.
     last_merge: Option<RequestId>,
     plug: Plug,
     rl: RequestList,
     /// Bios waiting for a request, one per sleeping submitter.
-    parked: HashMap<ProcessId, (Bio, SimTime)>,
+    parked: IntMap<ProcessId, (Bio, SimTime)>,
     /// Requests handed to the device and not completed (`q->in_flight`).
     in_flight: u32,
     pub fx: Effects,
@@ -265,11 +291,11 @@ impl BlockLayer {
             next_id: 0,
             table: Table::default(),
             bios: BioStore::default(),
-            hash: HashMap::new(),
+            hash: IntMap::default(),
             last_merge: None,
             plug: Plug::default(),
             rl: RequestList::new(spec.nr_requests),
-            parked: HashMap::new(),
+            parked: IntMap::default(),
             in_flight: 0,
             fx: Effects::default(),
         })

@@ -90,6 +90,7 @@ impl<O: Observer> Engine<'_, O> {
         let max = self.blk.max_sectors();
         let p = pid as usize;
         if op.nr_sectors <= max {
+            // The common case, one bio: submitted without queueing it.
             let bio = Bio {
                 pid,
                 sector: op.sector,
@@ -98,7 +99,14 @@ impl<O: Observer> Engine<'_, O> {
                 sync: op.sync,
                 origin: Origin::Direct { op: SINGLE },
             };
-            self.kio.queue[p].push_back(bio);
+            let all = self.submit_bio(bio);
+            if all {
+                self.blk.unplug();
+            } else {
+                self.kio.waits[p] = Some(Wake::Request);
+            }
+            self.apply_effects();
+            return all;
         } else {
             let rq = Request {
                 id: 0,
@@ -137,21 +145,30 @@ impl<O: Observer> Engine<'_, O> {
     fn submit_queued(&mut self, pid: ProcessId) -> bool {
         let p = pid as usize;
         while let Some(bio) = self.kio.queue[p].pop_front() {
-            self.obs.queued(&bio.as_request(0, self.now), self.now);
-            match self.blk.submit(bio, &mut *self.sched, self.now) {
-                Submitted::Inserted(rq) => {
-                    self.metrics.inserted += 1;
-                    self.obs.inserted(&rq, self.now);
-                }
-                Submitted::Merged { into, absorbed } => {
-                    self.metrics.merged += 1;
-                    self.metrics.absorbed += absorbed.is_some() as u64;
-                    if let Some(rq) = self.blk.current(into) {
-                        self.obs.merged(&rq, absorbed, self.now);
-                    }
-                }
-                Submitted::Sleeping => return false,
+            if !self.submit_bio(bio) {
+                return false;
             }
+        }
+        true
+    }
+
+    /// Submit one bio; false if its submitter sleeps for a request (the
+    /// block layer keeps the bio).
+    fn submit_bio(&mut self, bio: Bio) -> bool {
+        self.obs.queued(&bio.as_request(0, self.now), self.now);
+        match self.blk.submit(bio, &mut *self.sched, self.now) {
+            Submitted::Inserted(rq) => {
+                self.metrics.inserted += 1;
+                self.obs.inserted(&rq, self.now);
+            }
+            Submitted::Merged { into, absorbed } => {
+                self.metrics.merged += 1;
+                self.metrics.absorbed += absorbed.is_some() as u64;
+                if let Some(rq) = self.blk.current(into) {
+                    self.obs.merged(&rq, absorbed, self.now);
+                }
+            }
+            Submitted::Sleeping => return false,
         }
         true
     }
@@ -164,6 +181,12 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn apply_effects(&mut self) {
         let fx = &mut self.blk.fx;
         fx.run_queue = false;
+        if fx.timers.is_empty() && fx.wake.is_empty() {
+            if !self.blk.plugged() {
+                self.fill();
+            }
+            return;
+        }
         let mut timers = std::mem::take(&mut fx.timers);
         let mut wake = std::mem::take(&mut fx.wake);
         for (at, t) in timers.drain(..) {
