@@ -3,6 +3,8 @@
 #   make test    Rust and Python tests (what CI runs)
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
+#   make bench-mail   the mail server: FastQueue vs one file per message vs Postfix (docs/mail.md)
+#   make bench-emu    the emulated disk under qemu-io against iolab run (docs/emu.md)
 
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -11,7 +13,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue clean
+.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail bench-emu clean
 
 all: build
 
@@ -46,10 +48,19 @@ demo: build
 
 bench: build
 	cargo run --release -q -p iolab-sim --bin iolab-sim-bench
+	$(PY) scripts/bench_commands.py
 
 # FastQueue against its peers; a few minutes (see docs/fastqueue.md).
 bench-queue: build
 	$(IOLAB) queue bench --recovery-mib 1024
+
+# The mail server under smtp-source load, three systems; needs root and `make deps` (docs/mail.md).
+bench-mail: build
+	$(IOLAB) mail bench
+
+# The emulated disk: random reads through qemu-io against iolab run (docs/emu.md).
+bench-emu: build
+	$(PY) -m iolab.emu_bench
 
 clean:
 	cargo clean

@@ -9,6 +9,15 @@ have_sbin() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "
 have_sbin losetup || need+=(mount)
 have_sbin blkid || need+=(util-linux)
 have_sbin mkfs.ext4 || need+=(e2fsprogs)
+# iolab mail bench and its crash test: Postfix's smtp-source/smtp-sink (and Postfix
+# itself as the third system), swaks to send by hand, strace for --strace.
+have_sbin smtp-source || need+=(postfix)
+command -v swaks >/dev/null 2>&1 || need+=(swaks)
+command -v strace >/dev/null 2>&1 || need+=(strace)
+# iolab emu's tests and benchmark: QEMU's NBD client (qemu-io, qemu-img), libnbd's nbdinfo, a QEMU guest.
+command -v qemu-io >/dev/null 2>&1 || need+=(qemu-utils)
+command -v nbdinfo >/dev/null 2>&1 || need+=(libnbd-bin)
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
 fi
@@ -17,4 +26,6 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 apt-get update -qq
+# Install Postfix without configuring or starting a mail system.
+echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

@@ -1,22 +1,28 @@
 """Summaries, tables, files and plots of a simulation result document.
 
 Across seeds, each metric is given as a mean with a 95% confidence interval
-from Student's t distribution (scipy), which is what the repetitions are
-for: a difference between schedulers whose intervals overlap widely is not
-established by the run.
+from Student's t distribution, which is what the repetitions are for: a
+difference between schedulers whose intervals overlap widely is not
+established by the run. When every seed of a scheduler gives the same
+result (a workload that makes no random draw), the runs are deterministic:
+the report says so instead of showing an interval of zero.
+
+Nothing heavy is imported at module level: the terminal summary and the
+text files need only the standard library and the native module (the t
+quantile comes from it), so `iolab run` starts in a fraction of a second;
+matplotlib is imported for the plots, pandas only by :func:`runs_frame`.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import math
+import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
-import numpy as np
-import pandas as pd
-from scipy import stats
-
+from iolab import _iolab
 from iolab.document import Document
 
 # (column, label, getter) for the per-run table; the JSON has them all.
@@ -38,7 +44,7 @@ RUN_FIELDS = [
 ]
 
 
-def runs_frame(doc: dict[str, Any]) -> pd.DataFrame:
+def runs_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per run (scheduler, seed) with the main figures."""
     rows = []
     for r in doc["runs"]:
@@ -47,38 +53,70 @@ def runs_frame(doc: dict[str, Any]) -> pd.DataFrame:
         for col, _, get in RUN_FIELDS:
             row[col] = get(r)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return rows
 
 
-def ci95(values: np.ndarray) -> float:
+def runs_frame(doc: dict[str, Any]):
+    """:func:`runs_rows` as a pandas DataFrame (for sweeps and the paper)."""
+    import pandas as pd
+
+    return pd.DataFrame(runs_rows(doc))
+
+
+def ci95(values: Iterable[float]) -> float:
     """Half-width of the 95% t interval of the mean (0 for one value)."""
-    n = len(values)
+    v = [float(x) for x in values]
+    n = len(v)
     if n < 2:
         return 0.0
-    sem = stats.sem(values)
-    return float(stats.t.ppf(0.975, n - 1) * sem) if sem > 0 else 0.0
+    sem = statistics.stdev(v) / math.sqrt(n)
+    return _iolab.student_t_quantile(0.975, n - 1) * sem if sem > 0 else 0.0
 
 
-def summary_frame(doc: dict[str, Any]) -> pd.DataFrame:
-    """Per scheduler: mean, standard deviation and 95% CI of every figure."""
-    df = runs_frame(doc)
-    order = list(dict.fromkeys(df["scheduler"])) if len(df) else []
-    rows = []
-    for name in order:
-        g = df[df["scheduler"] == name]
-        row: dict[str, Any] = {"scheduler": name, "runs": len(g)}
+def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per scheduler: runs, and the mean, standard deviation and 95% CI of
+    every figure; `deterministic` when every seed gave the same figures."""
+    rows = runs_rows(doc)
+    out = []
+    for name in dict.fromkeys(r["scheduler"] for r in rows):
+        group = [r for r in rows if r["scheduler"] == name]
+        row: dict[str, Any] = {"scheduler": name, "runs": len(group)}
         for col, _, _ in RUN_FIELDS:
-            v = g[col].to_numpy(dtype=float)
-            row[col] = float(v.mean())
-            row[f"{col}_sd"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+            v = [float(r[col]) for r in group]
+            row[col] = statistics.fmean(v)
+            row[f"{col}_sd"] = statistics.stdev(v) if len(v) > 1 else 0.0
             row[f"{col}_ci95"] = ci95(v)
-        rows.append(row)
-    return pd.DataFrame(rows)
+        row["deterministic"] = len(group) > 1 and all(
+            all(r[col] == group[0][col] for col, _, _ in RUN_FIELDS) for r in group)
+        out.append(row)
+    return out
+
+
+def deterministic_note(summary: Sequence[dict[str, Any]]) -> str | None:
+    """A sentence naming the schedulers whose seeds all gave one result."""
+    same = [r for r in summary if r["deterministic"]]
+    if not same:
+        return None
+    names = ", ".join(r["scheduler"] for r in same)
+    runs = ", ".join(sorted({str(r["runs"]) for r in same}))
+    return (f"{names}: all {runs} seeds gave identical results. This workload makes no random draw on this "
+            f"disk, so the runs are deterministic: repeating them measures nothing, and no interval is shown.")
+
+
+def _write_csv(path: Path | str, rows: Sequence[dict[str, Any]]) -> None:
+    """Rows (dicts with the same keys) as CSV; floats with 6 significant digits."""
+    with open(path, "w", newline="") as f:
+        if not rows:
+            return
+        w = csv.writer(f)
+        w.writerow(rows[0].keys())
+        for r in rows:
+            w.writerow(f"{v:.6g}" if isinstance(v, float) else v for v in r.values())
 
 
 def _fmt(x: float) -> str:
     """About 3-4 significant digits: 1234, 196.1, 50.00, 0.208."""
-    if isinstance(x, (int, np.integer)):
+    if isinstance(x, int):
         return str(x)
     if math.isnan(x):
         return "-"
@@ -86,6 +124,14 @@ def _fmt(x: float) -> str:
     if a >= 100:
         return f"{x:.0f}" if a >= 1000 or x == int(x) else f"{x:.1f}"
     return f"{x:.2f}" if a >= 1 else "0" if x == 0 else f"{x:.3f}"
+
+
+def _fmt_ci(ci: float) -> str:
+    """An interval's half-width to two significant digits, so a small one
+    never shows as ±0.000."""
+    if ci >= 100:
+        return f"{ci:.0f}"
+    return f"{ci:.2g}" if ci >= 1e-4 else f"{ci:.1e}"
 
 
 # The columns a terminal table shows (the files have them all).
@@ -96,36 +142,50 @@ CONSOLE_CI = {"throughput_mb_s"}
 ANTICIPATION_FIELDS = ("antic", "deceptive", "mean_success")
 
 
-def summary_rows(summary: pd.DataFrame, anticipation: bool, compact: bool = False) -> tuple[list[str], list[list[str]]]:
+def summary_rows(summary: Sequence[dict[str, Any]], anticipation: bool,
+                 compact: bool = False) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the summary table (mean ± CI)."""
     cols = [c for c in RUN_FIELDS
             if (anticipation or not c[0].startswith(ANTICIPATION_FIELDS)) and (not compact or c[0] in CONSOLE_FIELDS)]
     header = ["scheduler"] + ([] if compact else ["runs"]) + [label for _, label, _ in cols]
     cells = []
-    for _, row in summary.iterrows():
+    for row in summary:
         line = [str(row["scheduler"])] + ([] if compact else [str(row["runs"])])
         for col, _, _ in cols:
             ci = row[f"{col}_ci95"]
             show_ci = ci > 0 and (not compact or col in CONSOLE_CI)
-            line.append(_fmt(row[col]) + (f" ±{_fmt(ci)}" if show_ci else ""))
+            line.append(_fmt(row[col]) + (f" ±{_fmt_ci(ci)}" if show_ci else ""))
         cells.append(line)
     return header, cells
+
+
+def table_title(doc: dict[str, Any], summary: Sequence[dict[str, Any]], compact: bool) -> str:
+    """What the figures of the summary table are, as they are shown."""
+    seeds = len(doc["seeds"])
+    if seeds < 2:
+        return f"{seeds} seed: means of one run, no interval (use 2 or more seeds for one)"
+    if all(r["deterministic"] for r in summary):
+        return f"{seeds} seeds, deterministic runs: no interval"
+    what = "MB/s ± 95% CI" if compact else "± half-width of the 95% CI"
+    return f"{seeds} seeds: means ({what})"
 
 
 def print_summary(doc: dict[str, Any], console) -> None:
     from rich.table import Table
 
-    summary = summary_frame(doc)
+    summary = summarize(doc)
     anticipation = any(r["anticipates"] for r in doc["runs"])
     header, cells = summary_rows(summary, anticipation, compact=True)
-    spec = doc["spec"]
-    title = spec.get("name") or "iolab"
-    t = Table(title=f"{title}: {len(doc['seeds'])} seed(s), means (MB/s ± 95% CI)", title_justify="left")
+    title = doc["spec"].get("name") or "iolab"
+    t = Table(title=f"{title}: {table_title(doc, summary, compact=True)}", title_justify="left")
     for h in header:
         t.add_column(h, justify="left" if h == "scheduler" else "right", no_wrap=h == "scheduler")
     for line in cells:
         t.add_row(*line)
     console.print(t)
+    note = deterministic_note(summary)
+    if note:
+        console.print(f"note: {note}", highlight=False)
 
 
 def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
@@ -135,17 +195,19 @@ def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary = summary_frame(doc)
-    runs = runs_frame(doc)
-    names = list(summary["scheduler"])
-    x = np.arange(len(names))
+    summary = summarize(doc)
+    runs = runs_rows(doc)
+    names = [r["scheduler"] for r in summary]
+    x = list(range(len(names)))
     files = []
 
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names) + 2), 3.6))
-    ax.bar(x, summary["throughput_mb_s"], yerr=summary["throughput_mb_s_ci95"], capsize=4, color="#4c72b0", alpha=0.8)
+    ax.bar(x, [r["throughput_mb_s"] for r in summary], yerr=[r["throughput_mb_s_ci95"] for r in summary],
+           capsize=4, color="#4c72b0", alpha=0.8)
     for i, name in enumerate(names):
-        pts = runs[runs["scheduler"] == name]["throughput_mb_s"]
-        ax.scatter(np.full(len(pts), i) + np.linspace(-0.15, 0.15, len(pts)), pts, s=10, color="black", zorder=3)
+        pts = [r["throughput_mb_s"] for r in runs if r["scheduler"] == name]
+        offsets = [(-0.15 + 0.3 * k / (len(pts) - 1)) if len(pts) > 1 else 0.0 for k in range(len(pts))]
+        ax.scatter([i + o for o in offsets], pts, s=10, color="black", zorder=3)
     ax.set_xticks(x, names)
     ax.set_ylabel("throughput (MB/s)")
     ax.set_title("Throughput: mean, 95% CI, and each seed")
@@ -157,7 +219,8 @@ def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(names) + 2), 3.6))
     width = 0.2
     for j, (col, label) in enumerate([("lat_p50_ms", "p50"), ("lat_p95_ms", "p95"), ("lat_p99_ms", "p99")]):
-        ax.bar(x + (j - 1) * width, summary[col], width, yerr=summary[f"{col}_ci95"], capsize=3, label=label)
+        ax.bar([i + (j - 1) * width for i in x], [r[col] for r in summary], width,
+               yerr=[r[f"{col}_ci95"] for r in summary], capsize=3, label=label)
     ax.set_xticks(x, names)
     ax.set_ylabel("latency (ms)")
     ax.set_title("Request latency percentiles")
@@ -169,19 +232,29 @@ def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
     return files
 
 
-def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True) -> list[Path]:
-    """results.json, runs.csv, summary.csv, report.md, report.html (+ PNGs)."""
+def write_runs_csv(doc: dict[str, Any], path: Path | str) -> None:
+    _write_csv(path, runs_rows(doc))
+
+
+def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True,
+                  write_json: Callable[[Path], None] | None = None) -> list[Path]:
+    """results.json, runs.csv, summary.csv, report.md, report.html (+ PNGs);
+    returns every path written. `write_json` writes results.json when `doc`
+    holds summaries only (see ``simulate.Outcome.write_json``)."""
     outdir.mkdir(parents=True, exist_ok=True)
     written = []
     p = outdir / "results.json"
-    p.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    if write_json is not None:
+        write_json(p)
+    else:
+        p.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     written.append(p)
-    runs = runs_frame(doc)
-    summary = summary_frame(doc)
-    for name, frame in (("runs.csv", runs), ("summary.csv", summary)):
-        frame.to_csv(outdir / name, index=False, float_format="%.6g")
-        written.append(outdir / name)
-    images = plot(doc, outdir) if plots and len(runs) else []
+    summary = summarize(doc)
+    _write_csv(outdir / "runs.csv", runs_rows(doc))
+    _write_csv(outdir / "summary.csv", summary)
+    written += [outdir / "runs.csv", outdir / "summary.csv"]
+    images = plot(doc, outdir) if plots and doc["runs"] else []
+    written += [outdir / img for img in images]
     anticipation = any(r["anticipates"] for r in doc["runs"])
     header, cells = summary_rows(summary, anticipation)
     spec = doc["spec"]
@@ -195,7 +268,10 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True) -> list
     if doc.get("interrupted"):
         facts.append("interrupted: only the runs that finished are included")
     page = Document(spec.get("name") or "iolab simulation")
-    page.bullets(facts).para("Mean ± half-width of the 95% confidence interval over seeds.").table(header, cells)
+    page.bullets(facts).para(f"{table_title(doc, summary, compact=False)}.").table(header, cells)
+    note = deterministic_note(summary)
+    if note:
+        page.para(note)
     for img in images:
         page.image(img)
     written += page.write(outdir)

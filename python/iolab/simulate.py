@@ -13,11 +13,12 @@ import concurrent.futures as cf
 import json
 import os
 import signal
+import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from iolab import _iolab
 from iolab.cli.errors import UserError
@@ -34,15 +35,39 @@ def parse_overrides(items: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+# A spec is a page of text; a file far larger is not one (and reading a
+# device such as /dev/zero would never end).
+MAX_SPEC_BYTES = 16 << 20
+
+
+def read_spec_text(p: Path) -> str:
+    """The text of a spec file, or a one-line error: missing, not a regular
+    file (a directory, a FIFO, a device), too large, or not UTF-8."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise UserError(f"{p}: no such spec file") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read the spec ({e.strerror})") from None
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        what = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise UserError(f"{p}: is {what}; expected a spec file (.toml or .json)")
+    if st.st_size > MAX_SPEC_BYTES:
+        raise UserError(f"{p}: {st.st_size} bytes is too large for a spec (at most {MAX_SPEC_BYTES >> 20} MiB)")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read the spec ({e.strerror})") from None
+
+
 def load_spec(path: str | os.PathLike, overrides: Sequence[tuple[str, str]] = ()) -> "_iolab.Experiment":
     """Read and check a TOML (or ``.json``) spec file."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{p}: no such spec file") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    text = read_spec_text(p)
     fmt = "json" if p.suffix == ".json" else "toml"
     return _iolab.Experiment.parse(text, str(p), fmt, list(overrides))
 
@@ -52,12 +77,86 @@ def spec_from_dict(spec: dict, name: str = "<command line>", overrides: Sequence
     return _iolab.Experiment.parse(json.dumps(spec), name, "json", list(overrides))
 
 
+# Per-run detail left out of the summaries kept in memory.
+DETAIL = ("per_process", "per_class")
+
+
+class RunStore:
+    """The finished runs of one experiment, spooled as JSON lines to an
+    unnamed temporary file: memory holds only each run's summary (without
+    per-process and per-class detail), so it stays flat in the number of
+    runs and of processes. Runs come back in job (spec) order."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile("w+b")
+        self._where: dict[int, tuple[int, int]] = {}
+        self._slim: dict[int, dict[str, Any]] = {}
+
+    def add(self, job: int, text: str) -> dict[str, Any]:
+        """Keep run `job` (its JSON text); returns its summary."""
+        data = text.encode()
+        self._file.seek(0, os.SEEK_END)
+        self._where[job] = (self._file.tell(), len(data))
+        self._file.write(data)
+        run = json.loads(text)
+        slim = {k: v for k, v in run.items() if k not in DETAIL}
+        self._slim[job] = slim
+        return slim
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [self._slim[j] for j in sorted(self._slim)]
+
+    def runs(self) -> Iterator[dict[str, Any]]:
+        """Every run in full, read back one at a time."""
+        for j in sorted(self._where):
+            offset, size = self._where[j]
+            self._file.seek(offset)
+            yield json.loads(self._file.read(size))
+
+
 @dataclass
 class Outcome:
     """What a set of jobs produced."""
 
-    document: dict[str, Any]
+    exp: Any
+    store: RunStore
     interrupted: bool = False
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The whole result document (every run in full, in memory)."""
+        return document(self.exp, list(self.store.runs()), self.interrupted)
+
+    def summary_document(self) -> dict[str, Any]:
+        """The result document with each run's summary only."""
+        return document(self.exp, self.store.summaries(), self.interrupted)
+
+    def write_json(self, path: Path) -> None:
+        """The whole result document as JSON (the bytes of
+        ``json.dumps(document, indent=1, sort_keys=True)``), written run by
+        run so that memory never holds more than one run in full."""
+        head = document(self.exp, [], self.interrupted)
+        with open(path, "w") as f:
+            f.write("{\n")
+            keys = sorted(head)
+            for n, key in enumerate(keys):
+                sep = ",\n" if n < len(keys) - 1 else "\n"
+                if key != "runs":
+                    value = json.dumps(head[key], indent=1, sort_keys=True).replace("\n", "\n ")
+                    f.write(f' "{key}": {value}{sep}')
+                    continue
+                if not len(self.store):
+                    f.write(f' "runs": []{sep}')
+                    continue
+                f.write(' "runs": [\n')
+                for i, run in enumerate(self.store.runs()):
+                    text = json.dumps(run, indent=1, sort_keys=True).replace("\n", "\n  ")
+                    f.write("  " + text + (",\n" if i < len(self.store) - 1 else "\n"))
+                f.write(f" ]{sep}")
+            f.write("}\n")
 
 
 def run_experiment(
@@ -86,11 +185,12 @@ def run_experiments(
     :class:`UserError`; Ctrl-C keeps what finished in every outcome.
     """
     jobs = [(k, sched, seed) for k, exp in enumerate(exps) for sched, seed in exp.jobs()]
+    stores = [RunStore() for _ in exps]
     if not jobs:
-        return [Outcome(document=document(exp, [], False)) for exp in exps]
+        return [Outcome(exp, store) for exp, store in zip(exps, stores)]
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     controls = [_iolab.RunControl() for _ in jobs]
-    results: dict[int, dict] = {}
+    done_jobs = 0
     errors: list[str] = []
     finished_requests = 0
     stop = threading.Event()
@@ -104,15 +204,16 @@ def run_experiments(
             for f in done:
                 i = futures[f]
                 try:
-                    results[i] = json.loads(f.result())
-                    finished_requests += results[i]["requests"]["completed"]
+                    run = stores[jobs[i][0]].add(i, f.result())
+                    finished_requests += run["requests"]["completed"]
+                    done_jobs += 1
                 except KeyboardInterrupt:
                     stop.set()
                 except ValueError as e:
                     errors.append(str(e))
             if on_progress:
                 running = sum(controls[futures[f]].completed for f in pending)
-                on_progress(len(results), len(jobs), finished_requests + running)
+                on_progress(done_jobs, len(jobs), finished_requests + running)
         interrupted = stop.is_set()
         if pending:
             # Ctrl-C or an error: stop the running jobs, drop the queued ones,
@@ -123,16 +224,13 @@ def run_experiments(
                 f.cancel()
             for f in pending:
                 try:
-                    results[futures[f]] = json.loads(f.result())
+                    i = futures[f]
+                    stores[jobs[i][0]].add(i, f.result())
                 except (KeyboardInterrupt, ValueError, cf.CancelledError):
                     pass
     if errors:
         raise UserError(errors[0])
-    outcomes = []
-    for k, exp in enumerate(exps):
-        runs = [results[i] for i in sorted(results) if jobs[i][0] == k]
-        outcomes.append(Outcome(document=document(exp, runs, interrupted), interrupted=interrupted))
-    return outcomes
+    return [Outcome(exp, store, interrupted) for exp, store in zip(exps, stores)]
 
 
 @contextmanager

@@ -7,16 +7,19 @@ workers as there are. On Dask, a job is a task that ships the spec text and
 the overrides and runs :func:`run_point_job` on a worker (every worker needs
 iolab installed); results come back as the same JSON the local run makes,
 so a sweep's output does not depend on where it ran.
+
+Every point is checked before any job runs (a bad value, a repeated key,
+a grid too large), and an interrupted sweep keeps the jobs that finished
+and says which points are incomplete.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
-
-import pandas as pd
 
 from iolab import _iolab, report
 from iolab.cli.errors import UserError
@@ -33,15 +36,38 @@ class Point:
         return ", ".join(f"{k}={v}" for k, v in self.settings)
 
 
-def parse_grid(items: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """``["as.antic_expire=2,4,6"]`` → ``[("as.antic_expire", ["2", "4", "6"])]``."""
-    grid = []
+@dataclass
+class SweepResult:
+    """Rows (one per run, with the point's settings first) and documents."""
+
+    rows: list[dict[str, Any]]
+    docs: dict[str, dict[str, Any]]
+    interrupted: bool = False
+    # Points with fewer finished runs than jobs: (label, finished, jobs).
+    incomplete: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+def parse_grid(items: Sequence[str], fixed: Sequence[tuple[str, str]] = ()) -> list[tuple[str, list[str]]]:
+    """``["as.antic_expire=2,4,6"]`` → ``[("as.antic_expire", ["2", "4", "6"])]``.
+
+    A key given twice (or also fixed by ``--set``) and a value given twice
+    for one key are errors: either would make two points the same."""
+    grid: list[tuple[str, list[str]]] = []
+    fixed_keys = {k for k, _ in fixed}
     for item in items:
         key, sep, values = item.partition("=")
         vals = [v.strip() for v in values.split(",") if v.strip()]
-        if not sep or not key.strip() or not vals:
+        key = key.strip()
+        if not sep or not key or not vals:
             raise UserError(f"--grid {item!r}: expected KEY=V1,V2,..., e.g. as.antic_expire=2,4,6")
-        grid.append((key.strip(), vals))
+        if any(k == key for k, _ in grid):
+            raise UserError(f"--grid {key}: the key is given twice; put every value in one --grid {key}=V1,V2,...")
+        if key in fixed_keys:
+            raise UserError(f"--grid {key}: also fixed by --set {key}=...; give it in one place")
+        dup = next((v for i, v in enumerate(vals) if v in vals[:i]), None)
+        if dup is not None:
+            raise UserError(f"--grid {key}: the value {dup} is given twice")
+        grid.append((key, vals))
     return grid
 
 
@@ -57,38 +83,71 @@ def run_point_job(spec_text: str, spec_name: str, fmt: str, settings: Sequence[t
     return exp.run_job(scheduler, seed, _iolab.RunControl())
 
 
+def check_points(spec_text: str, spec_name: str, fmt: str, base: Sequence[tuple[str, str]],
+                 grid: Sequence[tuple[str, list[str]]]) -> tuple[list[Point], list]:
+    """Every point parsed and checked, and the sweep's size bounded, before
+    anything runs."""
+    n_points = math.prod(len(v) for _, v in grid)
+    if n_points > _iolab.MAX_JOBS:
+        raise UserError(f"--grid: {n_points} points is more than {_iolab.MAX_JOBS}, the most runs one sweep makes")
+    pts = points(grid)
+    exps = []
+    jobs = 0
+    for p in pts:
+        try:
+            exp = _iolab.Experiment.parse(spec_text, spec_name, fmt, list(base) + list(p.settings))
+        except ValueError as e:
+            raise UserError(f"grid point {p.label()}: {e}") from None
+        jobs += len(exp.jobs())
+        if jobs > _iolab.MAX_JOBS:
+            raise UserError(f"--grid: the sweep makes more than {_iolab.MAX_JOBS} runs (points × schedulers × seeds)")
+        exps.append(exp)
+    return pts, exps
+
+
 def run_sweep(spec_text: str, spec_name: str, fmt: str, base: Sequence[tuple[str, str]],
               grid: Sequence[tuple[str, list[str]]], dask_address: Optional[str] = None,
               workers: Optional[int] = None, quiet: bool = False,
-              on_progress: Optional[Callable[[int, int], None]] = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+              on_progress: Optional[Callable[[int, int], None]] = None) -> SweepResult:
     """Run every point; return one row per run and the result documents."""
-    pts = points(grid)
-    exps = []
-    for p in pts:
-        settings = list(base) + list(p.settings)
-        try:
-            exps.append(_iolab.Experiment.parse(spec_text, spec_name, fmt, settings))
-        except ValueError as e:
-            raise UserError(f"grid point {p.label()}: {e}") from None
+    pts, exps = check_points(spec_text, spec_name, fmt, base, grid)
     if dask_address:
-        outcomes = _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, dask_address, on_progress)
+        docs, interrupted = _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, dask_address, on_progress)
     else:
         from iolab.cli.progress import run_with_progress
 
-        outcomes = [o.document for o in run_with_progress(exps, workers=workers, quiet=quiet, label="sweep")]
-    frames = []
-    docs = {}
-    for p, doc in zip(pts, outcomes):
-        docs[p.label()] = doc
-        if doc["runs"]:
-            df = report.runs_frame(doc)
-            for k, v in p.settings:
-                df.insert(0, k, v)
-            frames.append(df)
-    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), docs
+        outcomes = run_with_progress(exps, workers=workers, quiet=quiet, label="sweep")
+        docs = [o.document for o in outcomes]
+        interrupted = any(o.interrupted for o in outcomes)
+    result = SweepResult(rows=[], docs={}, interrupted=interrupted)
+    for p, exp, doc in zip(pts, exps, docs):
+        result.docs[p.label()] = doc
+        for row in report.runs_rows(doc):
+            result.rows.append({**dict(p.settings), **row})
+        if len(doc["runs"]) < len(exp.jobs()):
+            result.incomplete.append((p.label(), len(doc["runs"]), len(exp.jobs())))
+    return result
 
 
-def _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, address, on_progress) -> list[dict]:
+def summary_rows(result: SweepResult, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Per point and scheduler: runs, mean and 95% CI of the main figures."""
+    cols = ["throughput_mb_s", "lat_p99_ms", "deceptive_idleness_ms"]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in result.rows:
+        groups.setdefault(tuple(r[k] for k in keys) + (r["scheduler"],), []).append(r)
+    out = []
+    for key, rows in groups.items():
+        row: dict[str, Any] = dict(zip(list(keys) + ["scheduler"], key))
+        row["runs"] = len(rows)
+        for c in cols:
+            v = [float(r[c]) for r in rows]
+            row[f"{c}_mean"] = sum(v) / len(v)
+            row[f"{c}_ci95"] = report.ci95(v)
+        out.append(row)
+    return out
+
+
+def _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, address, on_progress) -> tuple[list[dict], bool]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -102,6 +161,8 @@ def _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, address, on_progres
             client = Client(address, timeout="10s")
         except OSError as e:
             raise UserError(f"--dask {address}: cannot reach the scheduler ({e})") from None
+    results: dict[tuple, dict] = {}
+    interrupted = False
     try:
         futures = {}
         for k, (p, exp) in enumerate(zip(pts, exps)):
@@ -109,13 +170,18 @@ def _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, address, on_progres
             for sched, seed in exp.jobs():
                 f = client.submit(run_point_job, spec_text, spec_name, fmt, settings, sched, seed, pure=False)
                 futures[f] = (k, sched, seed)
-        results: dict[tuple, dict] = {}
-        for n, f in enumerate(as_completed(list(futures)), 1):
-            results[futures[f]] = json.loads(f.result())
-            if on_progress:
-                on_progress(n, len(futures))
+        try:
+            for n, f in enumerate(as_completed(list(futures)), 1):
+                results[futures[f]] = json.loads(f.result())
+                if on_progress:
+                    on_progress(n, len(futures))
+        except KeyboardInterrupt:
+            interrupted = True
+            client.cancel(list(futures))
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-    return [document(exp, [results[(k, s, seed)] for s, seed in exp.jobs()], False) for k, exp in enumerate(exps)]
+    docs = [document(exp, [results[(k, s, seed)] for s, seed in exp.jobs() if (k, s, seed) in results], interrupted)
+            for k, exp in enumerate(exps)]
+    return docs, interrupted

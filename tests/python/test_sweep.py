@@ -42,3 +42,50 @@ def test_bad_grid_and_bad_point(iolab, tmp_path):
     assert proc.returncode == 2 and "KEY=V1,V2" in proc.stderr
     proc = iolab("sweep", str(spec), "--grid", "workload.processes=2,0", "-q", "-o", str(tmp_path / "x"))
     assert proc.returncode == 2 and "workload.processes=0" in proc.stderr and "Traceback" not in proc.stderr
+
+
+LONG = """
+[disk]
+preset = "fixed"
+fixed_ms = 2
+[[scheduler]]
+name = "noop"
+[workload]
+kind = "processes"
+[[workload.group]]
+count = 3
+pattern = "random"
+file_mb = 4
+[run]
+repetitions = 3
+max_requests = 20000000
+"""
+
+
+@pytest.mark.parametrize("delay", [2.0, 12.0])
+def test_ctrl_c_keeps_finished_points_and_names_the_missing(tmp_path, delay):
+    """Issue 12: Ctrl-C before any run finished gave a pandas KeyError; a
+    later one exited 0 with points silently missing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "long.toml"
+    spec.write_text(LONG)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "iolab", "sweep", str(spec), "--grid", "disk.fixed_ms=1,2",
+                             "-j", "1", "-q", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err and "Incomplete points" in err, err
+    docs = json.loads((out / "sweep.json").read_text())
+    assert sorted(docs) == ["disk.fixed_ms=1", "disk.fixed_ms=2"]
+    assert all(d["interrupted"] for d in docs.values())
+    assert sum(len(d["runs"]) for d in docs.values()) < 6
+    if delay < 5:
+        # A run of 2×10^7 requests takes longer than 2 s on any machine.
+        assert "disk.fixed_ms=1 (0 of 3 runs)" in err

@@ -15,12 +15,15 @@ use crate::error::{Error, Result};
 use crate::queue::{now_ns, Message};
 use crate::QueueKind;
 
-/// Hashed directories under `msg/` (qmail's `conf-split` is 23).
+/// Hashed directories under `msg/` by default (qmail's `conf-split` is
+/// 23; the FastQueue paper's FSmail used 10, see
+/// [`FilePerMessageQueue::open_split`]).
 const SPLIT: u64 = 64;
 
 /// One file per message, with the same calls as [`crate::FastQueue`].
 pub struct FilePerMessageQueue {
     root: PathBuf,
+    split: u64,
     next_id: AtomicU64,
     state: Mutex<State>,
     _lock: File,
@@ -43,6 +46,16 @@ fn sync_dir(path: &Path) -> Result<()> {
 impl FilePerMessageQueue {
     /// Opens (or creates) the queue in `dir`, finding the stored messages.
     pub fn open(dir: impl AsRef<Path>) -> Result<FilePerMessageQueue> {
+        FilePerMessageQueue::open_split(dir, SPLIT)
+    }
+
+    /// Opens the queue with `split` hashed directories (open a queue with
+    /// the same `split` each time: a message is looked for in directory
+    /// `id % split`).
+    pub fn open_split(dir: impl AsRef<Path>, split: u64) -> Result<FilePerMessageQueue> {
+        if split == 0 || split > 256 {
+            return Err(Error::invalid("split", "must be between 1 and 256"));
+        }
         let root = dir.as_ref().to_path_buf();
         let tmp = root.join("tmp");
         fs::create_dir_all(&tmp).map_err(io(&root, "create"))?;
@@ -56,7 +69,7 @@ impl FilePerMessageQueue {
             fs::remove_file(&path).map_err(io(&path, "remove"))?;
         }
         let mut ids = Vec::new();
-        for h in 0..SPLIT {
+        for h in 0..split {
             let sub = root.join("msg").join(format!("{h:02x}"));
             if !sub.is_dir() {
                 fs::create_dir_all(&sub).map_err(io(&sub, "create"))?;
@@ -75,6 +88,7 @@ impl FilePerMessageQueue {
         let next = ids.last().map_or(1, |m| m + 1);
         Ok(FilePerMessageQueue {
             root,
+            split,
             next_id: AtomicU64::new(next),
             state: Mutex::new(State { ready: ids.into(), attempts: HashMap::new() }),
             _lock: lock,
@@ -82,7 +96,7 @@ impl FilePerMessageQueue {
     }
 
     fn path_of(&self, id: u64) -> PathBuf {
-        self.root.join("msg").join(format!("{:02x}", id % SPLIT)).join(format!("{id:016x}"))
+        self.root.join("msg").join(format!("{:02x}", id % self.split)).join(format!("{id:016x}"))
     }
 
     /// Stores `payload` durably and returns its id.

@@ -12,12 +12,14 @@ use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Library errors become Python exceptions here, and only here.
+/// Library errors become Python exceptions here, and only here, each as
+/// one line (control characters from the input escaped).
 pub fn to_py(e: Error) -> PyErr {
+    let text = iolab_sim::error::one_line(&e.to_string());
     match e {
-        Error::Io { .. } => PyOSError::new_err(e.to_string()),
+        Error::Io { .. } => PyOSError::new_err(text),
         Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
-        other => PyValueError::new_err(other.to_string()),
+        _ => PyValueError::new_err(text),
     }
 }
 
@@ -122,5 +124,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_preset, m)?)?;
     m.add("RNG_ALGORITHM", iolab_sim::rng::RNG_ALGORITHM)?;
     m.add("SIM_VERSION", iolab_sim::VERSION)?;
+    // The bounds the command checks before it builds anything (see limits.rs).
+    m.add("MAX_SEEDS", iolab_sim::limits::MAX_SEEDS)?;
+    m.add("MAX_JOBS", iolab_sim::limits::MAX_JOBS)?;
     Ok(())
 }

@@ -50,6 +50,12 @@ const CHECK_EVERY: u64 = 1 << 14;
 
 mod kernel;
 
+/// Events at one instant beyond which a run is stuck: a loop of zero-time
+/// steps (a 0 ns service or think) would otherwise never advance the clock.
+/// Far above what a real instant holds (every process starting at once is
+/// a few events per process, and processes are at most 65,536).
+const MAX_EVENTS_AT_ONE_INSTANT: u64 = 1 << 24;
+
 /// Device and stopping parameters of one run.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -243,6 +249,7 @@ pub fn run_observed<O: Observer>(
     }
     e.start_flusher();
     let mut events = 0u64;
+    let mut at_this_instant = 0u64;
     let mut end = None;
     while let Some(Reverse(ev)) = e.heap.pop() {
         if let Some(limit) = cfg.max_time {
@@ -252,6 +259,21 @@ pub fn run_observed<O: Observer>(
             }
         }
         debug_assert!(ev.time >= e.now, "time went backwards");
+        if ev.time == e.now {
+            at_this_instant += 1;
+            if at_this_instant > MAX_EVENTS_AT_ONE_INSTANT {
+                return Err(Error::invalid(
+                    "run",
+                    format!(
+                        "the simulated clock stopped at {:?}: {MAX_EVENTS_AT_ONE_INSTANT} events without time passing \
+                         (a zero service or think time?)",
+                        e.now
+                    ),
+                ));
+            }
+        } else {
+            at_this_instant = 0;
+        }
         e.now = ev.time;
         events += 1;
         if events % CHECK_EVERY == 0 {

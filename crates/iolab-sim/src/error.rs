@@ -31,8 +31,17 @@ impl Error {
         Error::Invalid { field: field.into(), message: message.into() }
     }
     pub fn unknown(kind: &'static str, name: &str, valid: &[&str]) -> Error {
-        Error::Unknown { kind, name: name.to_string(), valid: valid.join(", ") }
+        Error::Unknown { kind, name: one_line(name), valid: valid.join(", ") }
     }
+}
+
+/// `text` with control characters escaped (`\n`, `\u{7}`), so that a name
+/// or value from the input never breaks an error message over lines.
+pub fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -23,10 +23,12 @@ use crate::pagecache::VmSpec;
 use crate::disk::{self, DiskSpec};
 use crate::engine::{self, EngineConfig, RunControl};
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::metrics::{RunHeader, RunResult};
 use crate::sched::{self, SchedContext, TunableValues};
 use crate::time::{SimTime, NS_PER_S};
 use crate::workload::{self, WorkloadSpec};
+use crate::spec_source::{FieldError, FieldPath, Seg, SpecSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -71,6 +73,51 @@ impl SchedSpec {
     pub fn display_name(&self) -> &str {
         self.label.as_deref().unwrap_or(&self.name)
     }
+
+    /// Check one `[[scheduler]]` table before serde reads it (its tunables
+    /// are a flattened map, which serde reports as a whole): `name` a
+    /// string, `label` a non-empty line of text, every other field a number
+    /// (`true`/`false` are read as 1/0, as sysfs takes them).
+    pub fn check_value(entry: &mut Value, path: &FieldPath) -> std::result::Result<(), FieldError> {
+        let Some(obj) = entry.as_object_mut() else {
+            return Err(FieldError::new(path.clone(), "expected a table, e.g. { name = \"as\", antic_expire = 6 }"));
+        };
+        match obj.get("name") {
+            Some(Value::String(_)) => {}
+            Some(_) => return Err(FieldError::new(path.clone().key("name"), "expected a scheduler name (a string)")),
+            None => return Err(FieldError::new(path.clone(), "missing field `name`")),
+        }
+        match obj.get("label") {
+            None => {}
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                return Err(FieldError::new(path.clone().key("label"), "must not be empty (it names the results)"))
+            }
+            Some(Value::String(s)) if s.chars().any(char::is_control) => {
+                return Err(FieldError::new(path.clone().key("label"), "must be one line without control characters"))
+            }
+            Some(Value::String(_)) => {}
+            Some(_) => return Err(FieldError::new(path.clone().key("label"), "expected a string")),
+        }
+        for (k, v) in obj.iter_mut() {
+            if k == "name" || k == "label" {
+                continue;
+            }
+            match v {
+                Value::Number(_) => {}
+                Value::Bool(b) => *v = Value::from(u8::from(*b)),
+                other => {
+                    let got = match other {
+                        Value::String(s) => format!("the string {s:?}"),
+                        Value::Array(_) => "an array".into(),
+                        Value::Object(_) => "a table".into(),
+                        _ => "nothing".into(),
+                    };
+                    return Err(FieldError::new(path.clone().key(k), format!("a tunable takes a number, got {got}")));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -94,11 +141,7 @@ impl Default for RunSpec {
 }
 
 /// The input format of a spec.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Format {
-    Toml,
-    Json,
-}
+pub use crate::spec_source::Format;
 
 /// One unit of work: a scheduler configuration on a seed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -119,35 +162,92 @@ pub struct Experiment {
 /// Parse and check a spec. `file` names it in errors; `overrides` are
 /// `key=value` settings applied before checking (`workload.processes=40`,
 /// or `SCHEDULER.TUNABLE=value` for every scheduler of that name or label).
+///
+/// Every error is one line naming the file, the line of the field when the
+/// text holds it (or the `--set` that wrote it) and the field itself.
 pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, String)]) -> Result<Experiment> {
-    let spec_err = |message: String| Error::Spec { file: file.to_string(), message };
-    let spec: Spec = if overrides.is_empty() && format == Format::Toml {
-        // Straight from the text, so errors carry line and column.
-        toml::from_str(text).map_err(|e| spec_err(e.to_string()))?
-    } else {
-        let mut value: Value = match format {
-            Format::Toml => toml::from_str(text).map_err(|e| spec_err(e.to_string()))?,
-            Format::Json => serde_json::from_str(text).map_err(|e| spec_err(e.to_string()))?,
-        };
-        for (key, raw) in overrides {
-            apply_override(&mut value, key, raw).map_err(|m| spec_err(format!("--set {key}={raw}: {m}")))?;
-        }
-        serde_path_to_error::deserialize(value)
-            .map_err(|e| spec_err(format!("field `{}`: {}", e.path(), e.inner())))?
+    let src = SpecSource::read(text, file, format)?;
+    let mut value = src.value.clone();
+    for (key, raw) in overrides {
+        apply_override(&mut value, key, raw)
+            .map_err(|m| Error::Spec { file: file.to_string(), message: format!("--set {key}={raw}: {m}") })?;
+    }
+    let at = |fe: FieldError| {
+        let by = override_for(&fe.path, overrides);
+        src.field_error(&fe, by.as_deref())
     };
+    let spec = spec_from_value(value).map_err(at)?;
     let base_dir = Path::new(file).parent().map(Path::to_path_buf).unwrap_or_default();
     Experiment::new(spec, base_dir).map_err(|e| match e {
-        Error::Invalid { field, message } => spec_err(format!("field `{field}`: {message}")),
+        Error::Invalid { field, message } => at(FieldError::new(FieldPath::parse(&field), message)),
+        Error::Unknown { kind: "disk preset", .. } => at(FieldError::new(FieldPath::parse("disk.preset"), e.to_string())),
+        e @ Error::Unknown { .. } => Error::Spec { file: file.to_string(), message: e.to_string() },
         other => other,
     })
 }
 
+/// The `--set KEY=VALUE` that wrote the field at `path`, if one did.
+fn override_for(path: &FieldPath, overrides: &[(String, String)]) -> Option<String> {
+    overrides.iter().rev().find_map(|(key, raw)| {
+        let k = FieldPath::parse(key);
+        let direct = path.starts_with(&k);
+        // SCHEDULER.TUNABLE lands in scheduler[i].TUNABLE.
+        let tunable = matches!((&k.0[..], &path.0[..]),
+            ([Seg::Key(_), Seg::Key(t)], [Seg::Key(s), Seg::Index(_), Seg::Key(u), ..]) if s == "scheduler" && t == u);
+        (direct || tunable).then(|| format!("{key}={raw}"))
+    })
+}
+
+/// The spec in `value`, or the field at fault. The workload and scheduler
+/// tables are checked on their own first: serde reads an internally tagged
+/// (`kind = ...`) or flattened table as a whole and would name only the
+/// table in an error, not the field.
+fn spec_from_value(mut value: Value) -> std::result::Result<Spec, FieldError> {
+    let root = FieldPath::default();
+    let Some(obj) = value.as_object_mut() else {
+        return Err(FieldError::new(root, "a spec is a table of fields ([disk], [[scheduler]], [workload], [run])"));
+    };
+    if let Some(w) = obj.get("workload") {
+        workload::check_value(w, &root.clone().key("workload"))?;
+    }
+    if let Some(Value::Array(entries)) = obj.get_mut("scheduler") {
+        for (i, e) in entries.iter_mut().enumerate() {
+            SchedSpec::check_value(e, &root.clone().key("scheduler").index(i))?;
+        }
+    }
+    if let Some(Value::Object(run)) = obj.get("run") {
+        if run.contains_key("seeds") {
+            if let Some(other) = ["repetitions", "seed"].into_iter().find(|k| run.contains_key(*k)) {
+                return Err(FieldError::new(
+                    root.key("run").key(other),
+                    "give either `seeds = [...]` or `seed` and `repetitions`, not both",
+                ));
+            }
+        }
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| FieldError::from_serde(&root, e))
+}
+
 /// Set `key` (a dotted path) to `raw` (JSON if it parses, else a string).
+/// Seeds are given one way or the other: `run.seeds` replaces the spec's
+/// `seed` and `repetitions`, and either of those replaces its `seeds`.
 fn apply_override(root: &mut Value, key: &str, raw: &str) -> std::result::Result<(), String> {
     let value: Value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
     let parts: Vec<&str> = key.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
         return Err("expected KEY=VALUE with a dotted KEY, e.g. workload.processes=40 or as.antic_expire=4".into());
+    }
+    if let Some(Value::Object(run)) = root.get_mut("run") {
+        match key {
+            "run.seeds" => {
+                run.remove("seed");
+                run.remove("repetitions");
+            }
+            "run.seed" | "run.repetitions" => {
+                run.remove("seeds");
+            }
+            _ => {}
+        }
     }
     let obj = root.as_object_mut().ok_or("the spec is not a table")?;
     // SCHEDULER.TUNABLE: every scheduler entry with that name or label.
@@ -164,14 +264,38 @@ fn apply_override(root: &mut Value, key: &str, raw: &str) -> std::result::Result
             return Ok(());
         }
     }
+    // A dotted path, with `[i]` for an entry of an array of tables
+    // (`workload.group[0].count`); missing tables are made.
+    let path = FieldPath::parse(key);
+    let Some((last, parents)) = path.0.split_last() else {
+        return Err("expected KEY=VALUE, e.g. workload.processes=40".into());
+    };
     let mut cur = root;
-    for part in &parts[..parts.len() - 1] {
-        let map = cur.as_object_mut().ok_or_else(|| format!("`{part}` is inside a value that is not a table"))?;
-        cur = map.entry(part.to_string()).or_insert_with(|| Value::Object(Default::default()));
+    let mut at = FieldPath::default();
+    for seg in parents {
+        cur = step(cur, seg, &at, true)?;
+        at.0.push(seg.clone());
     }
-    let map = cur.as_object_mut().ok_or("the parent of this key is not a table")?;
-    map.insert(parts[parts.len() - 1].to_string(), value);
+    *step(cur, last, &at, false)? = value;
     Ok(())
+}
+
+/// The value at `seg` inside `cur` (`at` names `cur` in messages); a
+/// missing key is made, as a table when `table`.
+fn step<'v>(cur: &'v mut Value, seg: &Seg, at: &FieldPath, table: bool) -> std::result::Result<&'v mut Value, String> {
+    let name = if at.0.is_empty() { "the spec".to_string() } else { format!("`{at}`") };
+    match seg {
+        Seg::Key(k) => {
+            let map = cur.as_object_mut().ok_or_else(|| format!("{name} is not a table, so it has no `{k}`"))?;
+            let fresh = if table { Value::Object(Default::default()) } else { Value::Null };
+            Ok(map.entry(k.clone()).or_insert(fresh))
+        }
+        Seg::Index(i) => {
+            let list = cur.as_array_mut().ok_or_else(|| format!("{name} is not an array, so it has no [{i}]"))?;
+            let n = list.len();
+            list.get_mut(*i).ok_or_else(|| format!("{name} has {n} entries, so no [{i}]"))
+        }
+    }
 }
 
 impl Experiment {
@@ -187,23 +311,41 @@ impl Experiment {
         if spec.schedulers.is_empty() {
             return Err(Error::invalid("scheduler", "needs at least one [[scheduler]]"));
         }
+        // Bounds first: they keep what follows from allocating the impossible.
+        limits::check(&spec)?;
         let mut tunables = Vec::new();
-        let mut labels = std::collections::BTreeSet::new();
+        // Results are reported under the label, or else the scheduler's own
+        // name (an alias names the same scheduler: `none` is `noop`).
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         for (i, s) in spec.schedulers.iter().enumerate() {
             let info = sched::find(&s.name)
                 .map_err(|e| Error::invalid(format!("scheduler[{i}].name"), e.to_string()))?;
             tunables.push(sched::resolve_tunables(info, &s.tunables, &format!("scheduler[{i}]"))?);
-            if !labels.insert(s.display_name().to_string()) {
-                return Err(Error::invalid(
-                    format!("scheduler[{i}]"),
-                    format!("'{}' appears twice; give one of them a `label`", s.display_name()),
-                ));
+            let ident = s.label.clone().unwrap_or_else(|| info.name.to_string());
+            if let Some(j) = seen.insert(ident.clone(), i) {
+                let first = &spec.schedulers[j];
+                let message = if first.display_name() == s.display_name() {
+                    format!("'{}' appears twice (scheduler[{j}] and [{i}]); give one of them a `label`", s.display_name())
+                } else if s.label.is_none() && first.label.is_none() {
+                    format!(
+                        "'{}' and '{}' (scheduler[{j}]) are names of one scheduler, '{ident}'; \
+                         keep one, or give one a `label`",
+                        s.name, first.name
+                    )
+                } else {
+                    format!("'{ident}' names scheduler[{j}] already; choose another `label`")
+                };
+                return Err(Error::invalid(format!("scheduler[{i}]"), message));
             }
         }
         let r = &spec.run;
-        if let Some(d) = r.duration_s {
-            if !(d.is_finite() && d > 0.0) {
-                return Err(Error::invalid("run.duration_s", "must be a positive number of seconds"));
+        if let Some(seeds) = &r.seeds {
+            let mut distinct = std::collections::BTreeSet::new();
+            if let Some(dup) = seeds.iter().find(|s| !distinct.insert(**s)) {
+                return Err(Error::invalid(
+                    "run.seeds",
+                    format!("seed {dup} appears twice: the same seed gives the same run, not another sample"),
+                ));
             }
         }
         if r.max_requests == Some(0) {
@@ -224,9 +366,20 @@ impl Experiment {
         }
         spec.queue.validate()?;
         spec.vm.validate()?;
+        if spec.disk.diskspecs.as_ref().is_some_and(|p| p.trim().is_empty()) {
+            return Err(Error::invalid("disk.diskspecs", "is empty; name a DiskSim parameter file"));
+        }
+        if let Some(p) = &spec.disk.diskspecs {
+            let path = base_dir.join(p);
+            if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+                return Err(Error::invalid("disk.diskspecs", format!("{} is not a regular file", path.display())));
+            }
+        }
         // Build the disk and workload once to report their errors now.
         let d = disk::build(&spec.disk, &base_dir)?;
-        workload::build(&spec.workload, d.capacity_sectors())?;
+        let built = workload::build(&spec.workload, d.capacity_sectors())?;
+        // Only a trace says how many processes it makes once read (one per stream).
+        limits::check_processes("workload.streams", built.processes.len() as u64)?;
         Ok(Experiment { spec, base_dir, tunables })
     }
 

@@ -1,33 +1,33 @@
 //! What a run measured: throughput, latency distributions (overall, per
 //! class, per process), seeks, disk busy time and anticipation accounting.
 //!
-//! Latencies are recorded in ns in HdrHistograms (3 significant digits), so
-//! percentiles are exact to 0.1% at any scale. MB means 10^6 bytes.
+//! Latencies are recorded in ns in HdrHistogram-style buckets (3
+//! significant digits, [`crate::histogram`]), so percentiles are exact to
+//! 0.1% at any scale, and each histogram holds only the buckets it has
+//! used. MB means 10^6 bytes.
 
 use crate::disk::{CacheOutcome, Service};
 use crate::request::{Dir, Request};
 use crate::sched::AnticipationStats;
 use crate::time::{ns_to_ms, SimTime};
-use hdrhistogram::Histogram;
+use crate::histogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Latency and volume of one set of requests.
 #[derive(Clone)]
 struct Tally {
-    hist: Histogram<u64>,
+    hist: Histogram,
     sum_ns: u128,
     bytes: u64,
 }
 
 impl Tally {
     fn new() -> Tally {
-        Tally { hist: Histogram::new(3).expect("3 significant digits is valid"), sum_ns: 0, bytes: 0 }
+        Tally { hist: Histogram::new(), sum_ns: 0, bytes: 0 }
     }
     fn record(&mut self, latency_ns: u64, bytes: u64) {
-        // `Histogram::new` auto-resizes, so recording any u64 succeeds
-        // (`saturating_record` would clamp to the current, small range).
-        self.hist.record(latency_ns.max(1)).expect("auto-resizing histogram");
+        self.hist.record(latency_ns);
         self.sum_ns += latency_ns as u128;
         self.bytes += bytes;
     }

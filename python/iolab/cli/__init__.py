@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from iolab.cli.errors import UserError
+from iolab.cli.errors import UserError, one_line
 
 # Subcommand modules, in the order `iolab --help` lists them.
 SUBCOMMANDS = [
@@ -23,6 +23,8 @@ SUBCOMMANDS = [
     "iolab.cli.paper",
     "iolab.cli.bench",
     "iolab.cli.queue",
+    "iolab.cli.mail",
+    "iolab.cli.emu",
 ]
 
 
@@ -42,15 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        # Ctrl-C while the subcommands are imported is still a clean stop.
+        parser = build_parser()
+    except KeyboardInterrupt:
+        print("iolab: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"iolab: error: {e}", file=sys.stderr)
+        print(f"iolab: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except (ValueError, OSError) as e:
-        print(f"iolab: error: {e}", file=sys.stderr)
+        print(f"iolab: error: {one_line(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("iolab: interrupted", file=sys.stderr)

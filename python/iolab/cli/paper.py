@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from iolab.cli.errors import positive_int
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("paper", help="reproduce a paper's experiments and write a report")
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "time evaluation (Figures 3–8, Table 1, each reading of the setup)")
     w.add_argument("--quick", action="store_true", help="fewer seeds, shorter runs, two readings (a few minutes)")
     w.add_argument("-o", "--output", default="paper-wpcas", metavar="DIR", help="report directory (default paper-wpcas)")
-    w.add_argument("-j", "--jobs", type=int, default=None, help="parallel jobs (default: all cores)")
+    w.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel jobs (default: all cores)")
     w.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     w.set_defaults(func=cmd_wpcas)
 

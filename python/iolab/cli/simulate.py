@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from iolab.cli.errors import UserError
+from iolab.cli.errors import UserError, finite_positive, positive_int
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="DIR", help="write results.json, CSVs, report.md/.html and plots here")
     p.add_argument("--json", metavar="FILE", help="write the result document (JSON) to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per run to FILE")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel jobs (default: all cores)")
+    p.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel jobs (default: all cores)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots in --output")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
@@ -32,9 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--disk", default="hp97560", help="disk preset (default hp97560)")
     p.add_argument("--workload", default="iozone", help="named workload (default iozone)")
     p.add_argument("--schedulers", default="noop,deadline,as", help="comma-separated scheduler names")
-    p.add_argument("--seeds", type=int, default=3, help="repetitions with seeds 1..N (default 3)")
-    p.add_argument("--duration", type=float, default=None, metavar="S", help="simulated seconds per run")
-    p.add_argument("--max-requests", type=int, default=None, metavar="N", help="stop each run after N requests")
+    p.add_argument("--seeds", type=positive_int, default=3, metavar="N", help="repetitions with seeds 1..N (default 3)")
+    p.add_argument("--duration", type=finite_positive, default=None, metavar="S", help="simulated seconds per run")
+    p.add_argument("--max-requests", type=positive_int, default=None, metavar="N", help="stop each run after N requests")
     _add_output_options(p)
     p.set_defaults(func=cmd_compare)
 
@@ -55,16 +55,19 @@ def _execute(exp, args) -> int:
 
     console = _console()
     outcome = run_with_progress([exp], workers=args.jobs, quiet=args.quiet)[0]
-    doc = outcome.document
+    # Summaries only in memory; the files get every run in full, streamed.
+    doc = outcome.summary_document()
     if doc["runs"]:
         report.print_summary(doc, console)
     if args.json:
-        Path(args.json).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        outcome.write_json(Path(args.json))
     if args.csv:
-        report.runs_frame(doc).to_csv(args.csv, index=False, float_format="%.6g")
+        report.write_runs_csv(doc, args.csv)
     if args.output:
-        files = report.write_outputs(doc, Path(args.output), plots=not args.no_plots)
-        console.print(f"wrote {len(files)} files to {args.output}/ (report.md, report.html, results.json, ...)")
+        files = report.write_outputs(doc, Path(args.output), plots=not args.no_plots,
+                                     write_json=outcome.write_json)
+        names = ", ".join(f.name for f in files)
+        console.print(f"wrote {len(files)} files to {args.output}/: {names}", highlight=False)
     if outcome.interrupted:
         print(f"iolab: interrupted; kept {len(doc['runs'])} finished run(s)", file=sys.stderr)
         return 130
@@ -85,8 +88,8 @@ def cmd_compare(args) -> int:
     names = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     if not names:
         raise UserError("--schedulers: give at least one scheduler name")
-    if args.seeds < 1:
-        raise UserError("--seeds: must be at least 1")
+    if args.seeds > _iolab.MAX_SEEDS:
+        raise UserError(f"--seeds {args.seeds}: at most {_iolab.MAX_SEEDS} seeds")
     run: dict = {"seed": 1, "repetitions": args.seeds}
     if args.duration is not None:
         run["duration_s"] = args.duration
@@ -103,37 +106,47 @@ def cmd_compare(args) -> int:
     return _execute(exp, args)
 
 
+def _num(x: float) -> str:
+    """A tunable's number as sysfs would show it: 2147483647, not 2.14748e+09."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _wrapped(left: str, text: str, width: int, indent: int) -> list[str]:
+    """`left` then `text`, wrapped with a hanging indent; when too little
+    room is left beside `left`, `text` goes on the lines below it."""
+    import textwrap
+
+    room = width - len(left)
+    if room >= 32 or room >= len(text):
+        lines = textwrap.wrap(text, max(room, 20)) or [""]
+        return [left + lines[0]] + [" " * len(left) + line for line in lines[1:]]
+    return [left.rstrip()] + textwrap.wrap(text, width - indent, initial_indent=" " * indent,
+                                           subsequent_indent=" " * indent)
+
+
 def cmd_presets(args) -> int:
+    import shutil
+
     from iolab import _iolab
 
     data = json.loads(_iolab.presets())
     if args.json:
         print(json.dumps(data, indent=1))
         return 0
-    from rich.table import Table
-
-    console = _console()
-    t = Table(title="disks")
-    t.add_column("preset")
-    t.add_column("description")
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    out: list[str] = ["disks ([disk] preset = NAME, iolab compare --disk NAME)"]
     for d in data["disks"]:
-        t.add_row(d["name"], d["summary"])
-    console.print(t)
-    t = Table(title="workloads (iolab compare --workload NAME)")
-    t.add_column("name")
-    t.add_column("description")
+        out += _wrapped(f"  {d['name']:<12} ", d["summary"], width, 6)
+    out += ["", "workloads (iolab compare --workload NAME)"]
     for w in data["workloads"]:
-        t.add_row(w["name"], w["summary"])
-    console.print(t)
-    t = Table(title="schedulers and tunables (--set SCHED.TUNABLE=VALUE)")
-    for col in ("scheduler", "tunable", "default", "unit", "range", "meaning"):
-        t.add_column(col)
+        out += _wrapped(f"  {w['name']:<19} ", w["summary"], width, 6)
+    out += ["", "schedulers and tunables ([[scheduler]] fields, or --set SCHEDULER.TUNABLE=VALUE)"]
     for s in data["schedulers"]:
-        alias = f" ({', '.join(s['aliases'])})" if s["aliases"] else ""
-        if not s["tunables"]:
-            t.add_row(s["name"] + alias, "-", "", "", "", s["summary"])
-        for i, tun in enumerate(s["tunables"]):
-            t.add_row(s["name"] + alias if i == 0 else "", tun["name"], f"{tun['default']:g}", tun["unit"],
-                      f"{tun['min']:g}..{tun['max']:g}", tun["help"])
-    console.print(t)
+        alias = f" (also {', '.join(s['aliases'])})" if s["aliases"] else ""
+        out += [""] + _wrapped(f"  {s['name']}{alias}: ", s["summary"], width, 6)
+        for t in s["tunables"]:
+            value = f"{_num(t['default'])} {t['unit']}".strip()
+            left = f"    {t['name']:<19} {value:<12} {_num(t['min'])}..{_num(t['max'])}"
+            out += _wrapped(f"{left:<56} ", t["help"], width, 8)
+    print("\n".join(out))
     return 0

@@ -402,6 +402,19 @@ impl Disk for Hdd {
         }
     }
 
+    /// With write-back on, the flush waits for the media pass of the last
+    /// write (`mech_free_ns`); writes are destaged in arrival order, so
+    /// that pass ends after every earlier one. The controller overhead of
+    /// the command itself is not modelled (no source gives a figure); with
+    /// write-back off every reported write is already on the media.
+    fn flush(&mut self, now: SimTime) -> Service {
+        if !self.cache.params.write_back {
+            return Service::default();
+        }
+        let wait_ns = (self.mech_free_ns - now.ns() as f64).max(0.0).round() as u64;
+        Service { total_ns: wait_ns, overhead_ns: wait_ns, cache: CacheOutcome::Miss, ..Service::default() }
+    }
+
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64 {
         let t = (now.ns() as f64).max(self.mech_free_ns);
         let (pos, _) = self.peek(t);
@@ -504,6 +517,23 @@ mod tests {
         // Sustained: no faster than the outer zone's media rate (220 MB/s).
         let mb_s = (n * sz as u64 * 512) as f64 / (now.ns() as f64 / 1e9) / 1e6;
         assert!(mb_s < 221.0 && mb_s > 150.0, "{mb_s}");
+    }
+
+    #[test]
+    fn flush_waits_for_the_write_back() {
+        // Write-back on: the write is reported at once, the flush then
+        // lasts until its media pass ends; a second flush costs nothing.
+        let mut d = Hdd::new(presets::modern7200_params()).unwrap();
+        let w = d.service(&rq(1_000_000_000, 2048, Dir::Write), SimTime::ZERO);
+        assert_eq!(w.cache, CacheOutcome::Hit);
+        let f = d.flush(SimTime(w.total_ns));
+        assert!(f.total_ns > 1_000_000, "{f:?}");
+        assert_eq!(f.total_ns, f.overhead_ns);
+        assert_eq!(d.flush(SimTime(w.total_ns + f.total_ns)).total_ns, 0);
+        // Write-through (the HP 97560): nothing to flush.
+        let mut h = hp();
+        let w = h.service(&rq(100_000, 16, Dir::Write), SimTime::ZERO);
+        assert_eq!(h.flush(SimTime(w.total_ns)).total_ns, 0);
     }
 
     #[test]

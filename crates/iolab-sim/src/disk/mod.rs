@@ -59,6 +59,13 @@ pub trait Disk: Send {
     fn capacity_sectors(&self) -> u64;
     /// Serve `rq`, starting at `now` with the device otherwise idle.
     fn service(&mut self, rq: &Request, now: SimTime) -> Service;
+    /// Serve a cache flush (SCSI SYNCHRONIZE CACHE, ATA FLUSH CACHE)
+    /// issued at `now`: it completes once every write the device has
+    /// reported complete is on the media. Optional: a device without a
+    /// write-back cache has nothing to flush (the default, 0 ns).
+    fn flush(&mut self, _now: SimTime) -> Service {
+        Service::default()
+    }
     /// Estimated positioning time (seek plus rotational latency) if `rq`
     /// started at `now`; used by a device queue ordered shortest
     /// positioning time first. Must not change the model's state.

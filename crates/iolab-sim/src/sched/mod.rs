@@ -209,6 +209,15 @@ impl Tunable {
     pub const fn with_max(self, max: f64) -> Tunable {
         Tunable { max, ..self }
     }
+
+    /// True if the tunable counts things (requests, batches, samples, a
+    /// flag) or is an integer in the kernel (`cfq_back_max` in KiB,
+    /// `cfq_back_penalty`): it takes whole numbers only, as the kernel's
+    /// `STORE_FUNCTION` parses them with `simple_strtoul`. Durations in ms
+    /// may be fractional in the simulator.
+    pub fn whole(&self) -> bool {
+        matches!(self.unit, "requests" | "batches" | "bool" | "samples" | "anticipations" | "KiB" | "factor")
+    }
 }
 
 /// What a scheduler is built with besides its tunables.
@@ -295,7 +304,13 @@ pub fn resolve_tunables(
         if !v.is_finite() || v < t.min || v > t.max {
             return Err(Error::invalid(
                 format!("{field}.{name}"),
-                format!("{v} is outside [{}, {}] {}", t.min, t.max, t.unit),
+                format!("{} is outside [{}, {}] {}", crate::limits::show(v), t.min, t.max, t.unit),
+            ));
+        }
+        if t.whole() && v.fract() != 0.0 {
+            return Err(Error::invalid(
+                format!("{field}.{name}"),
+                format!("{v} is not a whole number, which '{name}' ({}) takes", t.unit),
             ));
         }
         values.insert(name.clone(), v);

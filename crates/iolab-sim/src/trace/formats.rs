@@ -22,6 +22,14 @@ fn record(
     if nr_sectors > u32::MAX as u64 {
         return Err(line.error(format!("request of {nr_sectors} sectors is too large")));
     }
+    // The last sector must exist: sector + size past 2^64 would wrap to
+    // the start of the disk and pass every later bound check.
+    if sector.checked_add(nr_sectors).is_none() {
+        return Err(line.error(format!(
+            "sector {sector} + {nr_sectors} sectors runs past the last 64-bit sector number"
+        )));
+    }
+
     Ok(Some(TraceRecord { time_ns, stream, sector, nr_sectors: nr_sectors as u32, dir, sync, line: line.number_u32() }))
 }
 
@@ -43,13 +51,21 @@ fn float_time(line: &Line, what: &str, s: &str, ns_per_unit: f64) -> Result<u64>
     if !(v.is_finite() && v >= 0.0) {
         return Err(line.error(format!("{what}: expected a non-negative time, got '{s}'")));
     }
-    Ok((v * ns_per_unit).round() as u64)
+    let ns = (v * ns_per_unit).round();
+    // Checked here, before the cast would saturate to 2^64 - 1.
+    if ns >= u64::MAX as f64 {
+        return Err(line.error(format!("{what}: '{s}' is too large for a time in 64-bit nanoseconds")));
+    }
+    Ok(ns as u64)
 }
 
 /// Byte offset and length to (first sector, sectors), rounded out.
-fn byte_range(offset: u64, size: u64) -> (u64, u64) {
+fn byte_range(line: &Line, offset: u64, size: u64) -> Result<(u64, u64)> {
     let first = offset / SECTOR_BYTES;
-    (first, (offset + size).div_ceil(SECTOR_BYTES) - first)
+    let end = offset
+        .checked_add(size)
+        .ok_or_else(|| line.error(format!("Offset {offset} + Size {size} bytes runs past 2^64 bytes")))?;
+    Ok((first, end.div_ceil(SECTOR_BYTES) - first))
 }
 
 fn read_or_write(line: &Line, what: &str, s: &str) -> Result<Dir> {
@@ -103,8 +119,11 @@ pub(super) fn msr(t: &str, line: &Line) -> Result<Option<TraceRecord>> {
     let filetime: u64 = line.field("Timestamp", f[0])?;
     let disk: u32 = line.field("DiskNumber", f[2])?;
     let dir = read_or_write(line, "Type", f[3])?;
-    let (sector, n) = byte_range(line.field("Offset", f[4])?, line.field("Size", f[5])?);
-    record(line, filetime.saturating_mul(100), disk, sector, n, dir, dir == Dir::Read)
+    let (sector, n) = byte_range(line, line.field("Offset", f[4])?, line.field("Size", f[5])?)?;
+    let time = filetime
+        .checked_mul(100)
+        .ok_or_else(|| line.error(format!("Timestamp: {filetime} is too large for 64-bit nanoseconds")))?;
+    record(line, time, disk, sector, n, dir, dir == Dir::Read)
 }
 
 /// `ASU,LBA,Size,Opcode,Timestamp[,...]`.

@@ -14,6 +14,7 @@ pub mod disksim_validation;
 mod formats;
 
 use crate::error::{Error, Result};
+use crate::limits::MAX_SIM_NS;
 use crate::request::Dir;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -79,16 +80,41 @@ pub struct Trace {
     pub records: Vec<TraceRecord>,
 }
 
-/// Read a trace file.
+/// Read a trace file, line by line (memory holds the records, not the text).
 pub fn read_file(path: &Path, format: TraceFormat, opts: &ParseOptions) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    parse(&text, &path.display().to_string(), format, opts)
+    use std::io::BufRead;
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // A FIFO would block and /dev/zero would never end: only regular files.
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(Error::Spec { file: path.display().to_string(), message: "is not a regular file".into() });
+    }
+    let name = path.display().to_string();
+    let mut lines = std::io::BufReader::new(file).lines().enumerate().map(|(i, l)| {
+        l.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => {
+                Error::Line { file: name.clone(), line: i + 1, message: "not UTF-8 text".into() }
+            }
+            _ => io(e),
+        })
+    });
+    parse_lines(&mut lines, &name, format, opts)
 }
 
 /// Parse trace text; `name` names it in errors.
 pub fn parse(text: &str, name: &str, format: TraceFormat, opts: &ParseOptions) -> Result<Trace> {
+    parse_lines(&mut text.lines().map(|l| Ok(l.to_string())), name, format, opts)
+}
+
+fn parse_lines(
+    lines: &mut dyn Iterator<Item = Result<String>>,
+    name: &str,
+    format: TraceFormat,
+    opts: &ParseOptions,
+) -> Result<Trace> {
     let mut records = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let line = Line { file: name, number: i + 1 };
         let t = raw.trim();
         if t.is_empty() || t.starts_with('#') {
@@ -110,6 +136,18 @@ pub fn parse(text: &str, name: &str, format: TraceFormat, opts: &ParseOptions) -
     records.sort_by_key(|r| r.time_ns);
     let t0 = records[0].time_ns;
     records.iter_mut().for_each(|r| r.time_ns -= t0);
+    let last = records[records.len() - 1];
+    if last.time_ns > MAX_SIM_NS {
+        return Err(Error::Line {
+            file: name.to_string(),
+            line: last.line as usize,
+            message: format!(
+                "{} s after the first request, beyond the simulated-time horizon of {:e} s",
+                last.time_ns / 1_000_000_000,
+                MAX_SIM_NS as f64 / 1e9
+            ),
+        });
+    }
     Ok(Trace { name: name.to_string(), records })
 }
 

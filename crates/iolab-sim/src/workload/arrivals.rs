@@ -15,6 +15,7 @@
 //! its value now bounds it until the next event starts.
 
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::rng::SimRng;
 use crate::time::{SimTime, NS_PER_S};
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,13 @@ use serde::{Deserialize, Serialize};
 pub const MAX_BURSTS: usize = 8;
 /// A burst whose rate fell below this fraction of its peak is over.
 const BURST_FLOOR: f64 = 1e-3;
+/// The highest rate a stream takes, per second: one arrival per µs on
+/// average, far beyond what a disk serves. Above it the generator would
+/// spend the run drawing arrivals at one nanosecond.
+pub const MAX_RATE_PER_S: f64 = 1e6;
+/// The shortest mean gap between hot-news events and the shortest cooling
+/// time, in seconds: shorter ones make no burst and stall the clock.
+pub const MIN_BURST_S: f64 = 1e-3;
 
 /// An arrival stream as written in a spec; rates per second, times in s.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,13 +100,39 @@ fn check(field: &str, v: f64, positive: bool) -> Result<f64> {
 impl Arrivals {
     /// A stream from `start` to `end` (exclusive); `field` names the spec.
     pub fn new(spec: &ArrivalSpec, start: SimTime, end: SimTime, field: &str) -> Result<Arrivals> {
-        let base = check(&format!("{field}.rate_per_s"), spec.rate_per_s, false)?;
-        let every = check(&format!("{field}.burst_every_s"), spec.burst_every_s, false)?;
-        let peak = check(&format!("{field}.burst_peak_per_s"), spec.burst_peak_per_s, false)?;
-        let cool = check(&format!("{field}.burst_cool_s"), spec.burst_cool_s, true)?;
+        let rate = |name: &str, v: f64| {
+            let f = format!("{field}.{name}");
+            let v = check(&f, v, false)?;
+            if v > MAX_RATE_PER_S {
+                return Err(Error::invalid(
+                    f,
+                    format!("{} per second is above the most, {MAX_RATE_PER_S:e} (one per µs)", limits::show(v)),
+                ));
+            }
+            Ok(v)
+        };
+        let span = |name: &str, v: f64| {
+            let f = format!("{field}.{name}");
+            if v != 0.0 || name == "burst_cool_s" {
+                if !(v.is_finite() && v >= MIN_BURST_S) {
+                    return Err(Error::invalid(f, format!("must be at least {MIN_BURST_S} s, got {}", limits::show(v))));
+                }
+                limits::check_seconds(&f, v)?;
+            }
+            check(&f, v, false)
+        };
+        let base = rate("rate_per_s", spec.rate_per_s)?;
+        let every = span("burst_every_s", spec.burst_every_s)?;
+        let peak = rate("burst_peak_per_s", spec.burst_peak_per_s)?;
+        let cool = span("burst_cool_s", spec.burst_cool_s)?;
         let mut explicit = Vec::with_capacity(spec.burst_times_s.len());
         for (i, &t) in spec.burst_times_s.iter().enumerate() {
-            let t = start.0 as f64 + check(&format!("{field}.burst_times_s[{i}]"), t, false)? * NS_PER_S as f64;
+            let f = format!("{field}.burst_times_s[{i}]");
+            let t = check(&f, t, false)?;
+            if t > 0.0 {
+                limits::check_seconds(&f, t)?;
+            }
+            let t = start.0 as f64 + t * NS_PER_S as f64;
             if explicit.last().is_some_and(|&prev| t < prev) {
                 return Err(Error::invalid(format!("{field}.burst_times_s"), "must be in increasing order"));
             }

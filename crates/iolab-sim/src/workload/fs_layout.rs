@@ -65,6 +65,10 @@ impl Default for FsSpec {
     }
 }
 
+/// The largest request the layout builds, in KiB: 1 GiB, far above any
+/// block layer's `max_sectors_kb`, and in sectors well within a u32.
+const MAX_REQUEST_KB: u32 = 1 << 20;
+
 impl FsSpec {
     /// Largest request in sectors.
     pub fn max_request_sectors(&self) -> u32 {
@@ -100,8 +104,11 @@ impl Geometry {
         if !(12..=BLOCK_BYTES as u32).contains(&spec.dirent_bytes) {
             return bad("dirent_bytes", format!("must be within [12, 4096], got {}", spec.dirent_bytes));
         }
-        if spec.max_request_kb < 4 {
-            return bad("max_request_kb", "must be at least 4 (one block)".into());
+        if !(4..=MAX_REQUEST_KB).contains(&spec.max_request_kb) {
+            return bad(
+                "max_request_kb",
+                format!("must be within [4, {MAX_REQUEST_KB}] (one block to 1 GiB), got {}", spec.max_request_kb),
+            );
         }
         let group_blocks = spec.group_mb as u64 * 1024 * 1024 / BLOCK_BYTES;
         let inodes_per_block = (BLOCK_BYTES / spec.inode_bytes as u64) as u32;

@@ -23,6 +23,7 @@ use super::process::{OpKind, PatternProcess, Phase};
 use super::think::{ThinkSpec, ThinkTime};
 use super::{kib_to_sectors, place, BuiltWorkload, Placement, ProcessEntry};
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::time::{ms_to_ns, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -138,6 +139,15 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
     if g.direct && !g.sync && g.max_outstanding == 0 {
         return Err(Error::invalid(format!("{field}.max_outstanding"), "must be at least 1"));
     }
+    if g.stride == 0 {
+        return Err(Error::invalid(format!("{field}.stride"), "must be at least 1 record"));
+    }
+    if g.pattern == Pattern::Strided && g.stride > file / record {
+        return Err(Error::invalid(
+            format!("{field}.stride"),
+            format!("{} records is longer than the file ({} records of {} KiB)", g.stride, file / record, g.request_kb),
+        ));
+    }
     Ok(Phase {
         name: "run",
         pattern: g.pattern,
@@ -146,7 +156,7 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
         sync: g.sync,
         max_outstanding: g.max_outstanding,
         record_sectors: record as u32,
-        stride_records: g.stride.max(1),
+        stride_records: g.stride,
         ops: (g.passes > 0).then(|| (file / record) * g.passes as u64),
         think: ThinkTime::from_spec(&g.think, &format!("{field}.think"))?,
         cpu: ThinkTime::from_spec(&g.cpu, &format!("{field}.cpu"))?,
@@ -154,11 +164,8 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
 }
 
 fn time_field(field: String, ms: f64) -> Result<SimTime> {
-    if ms.is_finite() && ms >= 0.0 {
-        Ok(SimTime(ms_to_ns(ms)))
-    } else {
-        Err(Error::invalid(field, format!("expected a non-negative number of ms, got {ms}")))
-    }
+    limits::check_ms(&field, ms, false)?;
+    Ok(SimTime(ms_to_ns(ms)))
 }
 
 pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
@@ -179,6 +186,12 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
             Some(ms) => time_field(format!("{field}.stop_ms"), ms)?,
             None => SimTime::NEVER,
         };
+        if stop <= start {
+            return Err(Error::invalid(
+                format!("{field}.stop_ms"),
+                format!("{} ms is not after start_ms ({} ms): the group would issue nothing", stop.as_ms_f64(), start.as_ms_f64()),
+            ));
+        }
         let class_name = g.name.clone().unwrap_or_else(|| format!("group{gi}"));
         let class = classes.len() as u32;
         classes.push(class_name.clone());

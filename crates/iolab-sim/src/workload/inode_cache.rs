@@ -21,9 +21,12 @@ impl InodeCache {
     /// A cache of `capacity` inodes (0: every lookup misses).
     pub fn new(capacity: u32) -> InodeCache {
         let capacity = capacity as usize;
+        // Slots are made as inodes come in; only a small start is reserved,
+        // so a large `inode_cache` costs memory only when it fills.
+        let reserve = capacity.min(4096);
         InodeCache {
-            slots: Vec::with_capacity(capacity),
-            index: HashMap::with_capacity(capacity),
+            slots: Vec::with_capacity(reserve),
+            index: HashMap::with_capacity(reserve),
             free: Vec::new(),
             hand: 0,
             capacity,

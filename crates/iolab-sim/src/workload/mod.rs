@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request, SECTOR_BYTES};
+use crate::spec_source::{FieldError, FieldPath};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -113,6 +114,37 @@ pub enum WorkloadSpec {
     Web(web::WebSpec),
     /// Replay of a block trace (blkparse, MSR, SPC, FIU, DiskSim).
     Trace(trace::TraceSpec),
+}
+
+/// Find the field at fault in a `[workload]` table (`path` names the
+/// table): serde reads an internally tagged enum as a whole and would name
+/// only the table. Each kind's own table is read here on its own, so the
+/// error names the field (`workload.group[0].count`). Unknown kinds are
+/// left to serde's own message, which lists the known ones.
+pub fn check_value(value: &serde_json::Value, path: &FieldPath) -> std::result::Result<(), FieldError> {
+    use serde_json::Value;
+    fn read<T: serde::de::DeserializeOwned>(v: Value, path: &FieldPath) -> std::result::Result<(), FieldError> {
+        serde_path_to_error::deserialize::<_, T>(v).map(|_| ()).map_err(|e| FieldError::from_serde(path, e))
+    }
+    let Some(obj) = value.as_object() else {
+        return Err(FieldError::new(path.clone(), "expected a table with a `kind`"));
+    };
+    let kind = match obj.get("kind") {
+        Some(Value::String(k)) => k.clone(),
+        Some(_) => return Err(FieldError::new(path.clone().key("kind"), "expected a workload kind (a string)")),
+        None => return Err(FieldError::new(path.clone(), "missing field `kind` (iozone, processes, postmark, web or trace)")),
+    };
+    let mut rest = obj.clone();
+    rest.remove("kind");
+    let rest = Value::Object(rest);
+    match kind.as_str() {
+        "iozone" => read::<iozone::IozoneSpec>(rest, path),
+        "processes" => read::<group::ProcessesSpec>(rest, path),
+        "postmark" => read::<postmark::PostmarkSpec>(rest, path),
+        "web" => read::<web::WebSpec>(rest, path),
+        "trace" => read::<trace::TraceSpec>(rest, path),
+        _ => Ok(()),
+    }
 }
 
 /// How process files are laid out on the disk.

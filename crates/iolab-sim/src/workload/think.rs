@@ -35,11 +35,8 @@ pub enum ThinkTime {
 }
 
 fn non_negative(field: &str, ms: f64) -> Result<u64> {
-    if ms.is_finite() && ms >= 0.0 {
-        Ok(ms_to_ns(ms))
-    } else {
-        Err(Error::invalid(field, format!("expected a non-negative number of ms, got {ms}")))
-    }
+    crate::limits::check_ms(field, ms, false)?;
+    Ok(ms_to_ns(ms))
 }
 
 impl ThinkTime {
@@ -59,6 +56,7 @@ impl ThinkTime {
                 if !(mean_ms.is_finite() && *mean_ms > 0.0) {
                     return Err(Error::invalid(format!("{field}.mean_ms"), "must be a positive number of ms"));
                 }
+                crate::limits::check_ms(&format!("{field}.mean_ms"), *mean_ms, true)?;
                 ThinkTime::Exponential(Exp::new(1.0 / mean_ms).expect("positive rate"))
             }
             ThinkSpec::Samples { ms } => {

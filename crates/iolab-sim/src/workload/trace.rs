@@ -20,6 +20,7 @@
 
 use super::{BuiltWorkload, IoOp, Process, ProcessEntry, Step};
 use crate::error::{Error, Result};
+use crate::limits::MAX_SIM_NS;
 use crate::request::Request;
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -80,6 +81,12 @@ pub struct TraceSpec {
 fn one() -> f64 {
     1.0
 }
+
+/// The slowest and fastest replay: a million times either way turns a
+/// trace's microseconds into seconds or its hours into milliseconds;
+/// beyond that the times are no longer the trace's.
+const MIN_SPEED: f64 = 1e-6;
+const MAX_SPEED: f64 = 1e6;
 
 fn queue_action() -> String {
     "Q".into()
@@ -142,8 +149,11 @@ fn stream_word(format: TraceFormat) -> &'static str {
 }
 
 pub fn build(spec: &TraceSpec, capacity: u64) -> Result<BuiltWorkload> {
-    if !(spec.speed.is_finite() && spec.speed > 0.0) {
-        return Err(Error::invalid("workload.speed", format!("must be a positive number, got {}", spec.speed)));
+    if !(spec.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&spec.speed)) {
+        return Err(Error::invalid(
+            "workload.speed",
+            format!("must be within [{MIN_SPEED:e}, {MAX_SPEED:e}] (a time scale), got {}", crate::limits::show(spec.speed)),
+        ));
     }
     if spec.max_records == Some(0) {
         return Err(Error::invalid("workload.max_records", "must be at least 1"));
@@ -179,7 +189,16 @@ fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWork
         };
         let op = IoOp { sector, nr_sectors: r.nr_sectors, dir: r.dir, sync: r.sync };
         let key = if spec.streams == Streams::One { 0 } else { r.stream };
-        let time_ns = (r.time_ns as f64 / spec.speed).round() as u64;
+        let time_ns = (r.time_ns as f64 / spec.speed).round();
+        if time_ns > MAX_SIM_NS as f64 {
+            return Err(at(&format!(
+                "at speed {} this request comes {:e} s after the first, beyond the simulated-time horizon of {:e} s",
+                spec.speed,
+                time_ns / 1e9,
+                MAX_SIM_NS as f64 / 1e9
+            )));
+        }
+        let time_ns = time_ns as u64;
         by_stream.entry(key).or_default().push(Timed { time_ns, op });
     }
     let mut classes = Vec::with_capacity(by_stream.len());

@@ -38,6 +38,7 @@ use super::inode_cache::InodeCache;
 use super::think::{ThinkSpec, ThinkTime};
 use super::{BuiltWorkload, Process, ProcessEntry, Step};
 use crate::error::{Error, Result};
+use crate::limits;
 use crate::request::{Dir, Request};
 use crate::rng::SimRng;
 use crate::time::{SimTime, NS_PER_S};
@@ -381,12 +382,22 @@ fn shared(spec: &WebSpec, capacity: u64) -> Result<(Arc<FsLayout>, Shared)> {
     if spec.hot_files == 0 {
         return Err(Error::invalid(field("hot_files"), "must be at least 1"));
     }
+    // A hot set is adjacent files of one directory; the smallest holds
+    // files / directories (rounded down).
+    let per_dir = spec.files / spec.directories;
+    if spec.hot_files > per_dir {
+        return Err(Error::invalid(
+            field("hot_files"),
+            format!(
+                "{} files do not fit one directory: {} files in {} directories give {per_dir} per directory",
+                spec.hot_files, spec.files, spec.directories
+            ),
+        ));
+    }
     if spec.backlog == 0 {
         return Err(Error::invalid(field("backlog"), "must be at least 1"));
     }
-    if !(spec.duration_s.is_finite() && spec.duration_s > 0.0) {
-        return Err(Error::invalid(field("duration_s"), "must be a positive number of seconds"));
-    }
+    limits::check_seconds(&field("duration_s"), spec.duration_s)?;
     let zipf = Zipf::new(spec.files as u64, spec.zipf_exponent)
         .ok()
         .filter(|_| spec.zipf_exponent.is_finite())
@@ -398,7 +409,8 @@ fn shared(spec: &WebSpec, capacity: u64) -> Result<(Arc<FsLayout>, Shared)> {
         rng: None,
         arrivals,
         pending: None,
-        queue: VecDeque::with_capacity(spec.backlog as usize),
+        // Grown as the queue fills: a large backlog costs only what it holds.
+        queue: VecDeque::with_capacity((spec.backlog as usize).min(4096)),
         backlog: spec.backlog as usize,
         zipf,
         by_rank,

@@ -1,0 +1,4 @@
+pub mod client;
+mod data;
+mod protocol;
+mod timing;

@@ -1,0 +1,126 @@
+//! `iolab-mail serve`: the server as a stand-alone binary, for the crash
+//! test (which must SIGKILL and restart it quickly) and for users of the
+//! Rust crate. Python users run the same server as `iolab mail serve`.
+//! Prints `listening on ADDR` once it accepts connections; on SIGTERM or
+//! SIGINT it drains (see `MailServer::shutdown`) and prints its counters
+//! as one JSON line.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use iolab_mail::{Delivery, MailServer, QueueChoice, ServerConfig};
+
+#[derive(Parser)]
+#[command(name = "iolab-mail", about = "SMTP server whose queue is FastQueue (or one file per message)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve SMTP until SIGTERM.
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[arg(long, default_value = "127.0.0.1:2525")]
+    listen: SocketAddr,
+    /// fastqueue or filedir.
+    #[arg(long, default_value = "fastqueue")]
+    queue: String,
+    #[arg(long)]
+    queue_dir: PathBuf,
+    /// Deliver into Maildir folders under this directory.
+    #[arg(long, conflicts_with = "relay")]
+    maildir: Option<PathBuf>,
+    /// Deliver over SMTP to this next hop.
+    #[arg(long)]
+    relay: Option<SocketAddr>,
+    #[arg(long)]
+    delivery_concurrency: Option<usize>,
+    #[arg(long)]
+    max_in_flight: Option<usize>,
+    #[arg(long)]
+    retry_base_ms: Option<u64>,
+    #[arg(long)]
+    max_attempts: Option<u32>,
+    #[arg(long)]
+    segment_mib: Option<u64>,
+}
+
+fn config(a: ServeArgs) -> Result<ServerConfig, String> {
+    let delivery = match (a.maildir, a.relay) {
+        (Some(m), None) => Delivery::Maildir(m),
+        (None, Some(r)) => Delivery::Relay(r),
+        _ => return Err("give --maildir DIR or --relay HOST:PORT".into()),
+    };
+    let queue = QueueChoice::parse(&a.queue).map_err(|e| e.to_string())?;
+    let mut c = ServerConfig::new(a.listen, queue, a.queue_dir, delivery);
+    if let Some(v) = a.delivery_concurrency {
+        c.delivery_concurrency = v;
+    }
+    if let Some(v) = a.max_in_flight {
+        c.max_in_flight = v;
+    }
+    if let Some(v) = a.retry_base_ms {
+        c.retry_base = Duration::from_millis(v);
+        c.retry_max = c.retry_max.max(c.retry_base);
+    }
+    if let Some(v) = a.max_attempts {
+        c.max_attempts = v;
+    }
+    if let Some(v) = a.segment_mib {
+        c.segment_size = v << 20;
+        c.max_message_bytes = c.max_message_bytes.min((c.segment_size as usize).saturating_sub(64 * 1024));
+    }
+    Ok(c)
+}
+
+fn main() -> ExitCode {
+    let Cmd::Serve(args) = Cli::parse().cmd;
+    let cfg = match config(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("iolab-mail: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = match MailServer::start(cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("iolab-mail: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Whoever started us may have stopped reading stdout: no panic then.
+    let _ = writeln!(std::io::stdout(), "listening on {}", server.local_addr());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let interrupted = rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => false,
+            _ = tokio::signal::ctrl_c() => true,
+        }
+    });
+    server.shutdown();
+    match server.join() {
+        Ok(stats) => {
+            let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(&stats).unwrap_or_default());
+            if interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("iolab-mail: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

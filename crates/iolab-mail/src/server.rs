@@ -1,0 +1,236 @@
+//! [`MailServer`]: opens the queues, listens, runs sessions and delivery on
+//! a tokio runtime of its own thread, and drains on [`MailServer::shutdown`]
+//! (what `SIGTERM` triggers): no new connections; sessions between
+//! transactions get `421`; a transaction under way may finish (up to
+//! `drain_timeout`); messages already taken for delivery are delivered and
+//! acknowledged; then the queues are closed. Whatever is still queued
+//! stays on disk for the next start.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::{watch, Notify};
+
+use crate::config::ServerConfig;
+use crate::error::{MailError, Result};
+use crate::stats::{Stats, StatsSnapshot};
+use crate::store::{self, MailQueue, QueueIo};
+
+/// What sessions and delivery workers share.
+pub(crate) struct Shared {
+    pub(crate) cfg: ServerConfig,
+    pub(crate) queue: Arc<dyn MailQueue>,
+    pub(crate) dead: Arc<dyn MailQueue>,
+    pub(crate) stats: Arc<Stats>,
+}
+
+/// Listen backlog: many clients connect at once (the paper's 5,000 users);
+/// the kernel caps it at `net.core.somaxconn`.
+const BACKLOG: u32 = 4096;
+
+#[derive(Default)]
+struct Finish {
+    done: Mutex<Option<std::result::Result<(), String>>>,
+    cv: Condvar,
+}
+
+/// A running server.
+pub struct MailServer {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    finish: Arc<Finish>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// Raises the soft open-files limit to the hard one: each session is a
+/// descriptor, and the paper's load is 5,000 users.
+pub fn raise_nofile_limit() -> u64 {
+    // SAFETY: plain getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur as u64
+    }
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+impl MailServer {
+    /// Opens the queues (recovering what a crash left), binds the port and
+    /// starts serving. Errors here (bad setting, port in use, queue locked)
+    /// come back before anything runs.
+    pub fn start(cfg: ServerConfig) -> Result<MailServer> {
+        cfg.validate()?;
+        raise_nofile_limit();
+        let queue: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("main"), true)?.into();
+        let dead: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("dead"), false)?.into();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("iolab-mail")
+            // Every session waiting for its commit holds a blocking thread
+            // (the queue's enqueue blocks until the group commit).
+            .max_blocking_threads(1024)
+            .build()
+            .map_err(|e| MailError::io("start the runtime", e))?;
+        let listener = rt
+            .block_on(async { bind(cfg.listen) })
+            .map_err(|e| MailError::io(format!("listen on {}", cfg.listen), e))?;
+        let local_addr = listener.local_addr().map_err(|e| MailError::io("listen", e))?;
+        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()) });
+        let (stop, stop_rx) = watch::channel(false);
+        let finish = Arc::new(Finish::default());
+        let (sh, fin) = (shared.clone(), finish.clone());
+        let thread = std::thread::Builder::new()
+            .name("iolab-mail-main".into())
+            .spawn(move || {
+                let result = rt.block_on(serve(sh.clone(), listener, stop_rx));
+                rt.shutdown_timeout(Duration::from_secs(5));
+                let closed = sh.queue.close().and(sh.dead.close()).map_err(|e| e.to_string());
+                *fin.done.lock().unwrap() = Some(result.and(closed));
+                fin.cv.notify_all();
+            })
+            .map_err(|e| MailError::io("spawn the server thread", e))?;
+        Ok(MailServer { shared, local_addr, stop, finish, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// The address the server listens on (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Starts the drain described in the module documentation.
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Waits until the server has stopped, at most `timeout` (forever with
+    /// `None`); true once it has.
+    pub fn wait(&self, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut done = self.finish.done.lock().unwrap();
+        while done.is_none() {
+            match deadline {
+                None => done = self.finish.cv.wait(done).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return false;
+                    }
+                    done = self.finish.cv.wait_timeout(done, d - now).unwrap().0;
+                }
+            }
+        }
+        true
+    }
+
+    /// Waits for the end and returns how it ended.
+    pub fn join(&self) -> Result<StatsSnapshot> {
+        self.wait(None);
+        if let Some(t) = self.thread.lock().unwrap().take() {
+            let _ = t.join();
+        }
+        let result = self.finish.done.lock().unwrap().clone().unwrap_or(Ok(()));
+        result.map_err(MailError::Config)?;
+        Ok(self.stats())
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> StatsSnapshot {
+        let sh = &self.shared;
+        // After close the queue still answers from memory.
+        let (queued, io): (u64, QueueIo) = (sh.queue.len() as u64, sh.queue.io());
+        sh.stats.snapshot(queued, io)
+    }
+}
+
+impl Drop for MailServer {
+    fn drop(&mut self) {
+        self.shutdown();
+        if let Some(t) = self.thread.lock().unwrap().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Decrements the open-session count when a session ends.
+struct SessionGuard(Arc<Shared>, Arc<Notify>);
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        self.0.stats.sessions_open.fetch_sub(1, Ordering::AcqRel);
+        self.1.notify_waiters();
+    }
+}
+
+async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) -> std::result::Result<(), String> {
+    // Delivery stops after the sessions are drained, not at once.
+    let (delivery_stop, delivery_rx) = watch::channel(false);
+    let delivery = tokio::spawn(crate::deliver::run(sh.clone(), delivery_rx));
+    let ended = Arc::new(Notify::new());
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = stop.changed() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE and the like: back off instead of spinning.
+                eprintln!("iolab-mail: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        Stats::add(&sh.stats.sessions, 1);
+        let open = sh.stats.sessions_open.fetch_add(1, Ordering::AcqRel) + 1;
+        let guard = SessionGuard(sh.clone(), ended.clone());
+        if open as usize > sh.cfg.max_connections {
+            Stats::add(&sh.stats.refused_connections, 1);
+            tokio::spawn(async move {
+                let _guard = guard;
+                let mut stream = stream;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"421 4.7.0 Error: too many connections\r\n").await;
+            });
+            continue;
+        }
+        let (sh2, stop2) = (sh.clone(), stop.clone());
+        tokio::spawn(async move {
+            let _guard = guard;
+            crate::session::run(stream, peer, sh2, stop2).await;
+        });
+    }
+    drop(listener);
+    // Drain: sessions finish their transaction, up to drain_timeout.
+    let deadline = tokio::time::Instant::now() + sh.cfg.drain_timeout;
+    while sh.stats.sessions_open.load(Ordering::Acquire) > 0 {
+        let wait = ended.notified();
+        if sh.stats.sessions_open.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, wait).await.is_err() {
+            eprintln!(
+                "iolab-mail: drain timeout: cutting {} session(s)",
+                sh.stats.sessions_open.load(Ordering::Acquire)
+            );
+            break;
+        }
+    }
+    let _ = delivery_stop.send(true);
+    delivery.await.map_err(|e| format!("delivery: {e}"))
+}

@@ -1,0 +1,110 @@
+//! Counters the server keeps, and the snapshot it reports
+//! ([`StatsSnapshot`], also written as JSON by `iolab mail serve --stats`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::store::QueueIo;
+
+/// Live counters, shared by sessions and delivery workers.
+pub struct Stats {
+    pub(crate) sessions: AtomicU64,
+    pub(crate) sessions_open: AtomicU64,
+    pub(crate) refused_connections: AtomicU64,
+    pub(crate) accepted: AtomicU64,
+    pub(crate) rejected: AtomicU64,
+    pub(crate) delivered: AtomicU64,
+    pub(crate) retried: AtomicU64,
+    pub(crate) dead: AtomicU64,
+    pub(crate) delivery_syncs: AtomicU64,
+    /// Time from the end of `DATA` to the `250` (the queue's commit), µs.
+    commit_us: Mutex<Histogram<u64>>,
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            sessions: AtomicU64::new(0),
+            sessions_open: AtomicU64::new(0),
+            refused_connections: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            retried: AtomicU64::new(0),
+            dead: AtomicU64::new(0),
+            delivery_syncs: AtomicU64::new(0),
+            commit_us: Mutex::new(Histogram::new_with_bounds(1, 600_000_000, 3).unwrap()),
+        }
+    }
+}
+
+/// The counters at one moment.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StatsSnapshot {
+    /// SMTP sessions accepted since start.
+    pub sessions: u64,
+    /// Sessions open now.
+    pub sessions_open: u64,
+    /// Connections answered `421` for the connection limit.
+    pub refused_connections: u64,
+    /// Messages answered `250` after `DATA` (durable in the queue).
+    pub accepted: u64,
+    /// Transactions refused with a 4xx/5xx reply after `DATA`.
+    pub rejected: u64,
+    /// Messages delivered (to every recipient) and acknowledged.
+    pub delivered: u64,
+    /// Temporary failures put in the retry queue.
+    pub retried: u64,
+    /// Messages moved to the dead-letter queue with a bounce record.
+    pub dead: u64,
+    /// Messages in the queue (ready, in flight, retry).
+    pub queued: u64,
+    /// `fsync`/`fdatasync` calls of the queue (its own count).
+    pub queue_syncs: u64,
+    /// Maildir `fsync`s (file and directory).
+    pub delivery_syncs: u64,
+    /// Bytes the queue wrote (its own count).
+    pub queue_bytes_written: u64,
+    /// Commit latency (end of `DATA` to `250`) percentiles, ms.
+    pub commit_ms_p50: f64,
+    /// 99th percentile.
+    pub commit_ms_p99: f64,
+}
+
+impl Stats {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_commit(&self, d: Duration) {
+        let us = (d.as_micros() as u64).clamp(1, 600_000_000);
+        let _ = self.commit_us.lock().unwrap().record(us);
+    }
+
+    /// The counters now; `queued` and `io` come from the queue.
+    pub fn snapshot(&self, queued: u64, io: QueueIo) -> StatsSnapshot {
+        let h = self.commit_us.lock().unwrap();
+        let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StatsSnapshot {
+            sessions: get(&self.sessions),
+            sessions_open: get(&self.sessions_open),
+            refused_connections: get(&self.refused_connections),
+            accepted: get(&self.accepted),
+            rejected: get(&self.rejected),
+            delivered: get(&self.delivered),
+            retried: get(&self.retried),
+            dead: get(&self.dead),
+            queued,
+            queue_syncs: io.syncs,
+            delivery_syncs: get(&self.delivery_syncs),
+            queue_bytes_written: io.bytes_written,
+            commit_ms_p50: q(0.5),
+            commit_ms_p99: q(0.99),
+        }
+    }
+}
