@@ -5,8 +5,15 @@
 //! first-out and a run never depends on heap internals (the same rule as
 //! nexosim's priority queue), except that timers come last at their
 //! instant (see [`Event`]). There are three kinds of event: a process
-//! wakes up (start, end of a think), the device completes its request, and
-//! a scheduler timer fires.
+//! wakes up (start, end of a think), the device completes a request, and
+//! a scheduler timer fires. A scheduler arms a timer in two ways: by
+//! answering a dispatch with [`Dispatch::IdleUntil`] (anticipation), or by
+//! reporting one through [`Elevator::armed_timer`], which the engine reads
+//! after every call into the scheduler.
+//!
+//! The device holds up to `queue_depth` requests. A disk serves them one
+//! at a time, in its own queue's order; a device with internal parallelism
+//! (an SSD) has up to [`Disk::max_in_service`] in service at once.
 //!
 //! Order of work on a completion, as in Linux: the elevator hears of it
 //! (`completed_request`), the device is refilled (the queue is run from the
@@ -110,7 +117,7 @@ pub struct Outcome {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Wake(ProcessId),
-    DiskDone,
+    DiskDone(RequestId),
     Timer,
     /// A block-layer or page-cache timer.
     Kernel(KernelTimer),
@@ -157,9 +164,13 @@ struct Engine<'o, O: Observer> {
     state: Vec<ProcState>,
     rngs: Vec<SimRng>,
     depth: usize,
+    /// Requests the device serves at once (1 for a disk).
+    parallel: usize,
     order: DeviceOrder,
     device_queue: Vec<Request>,
-    in_service: Option<(Request, SimTime)>,
+    /// Requests in service and when each completes.
+    in_service: Vec<(Request, SimTime)>,
+    /// The deadline of the last `Dispatch::IdleUntil`, while pending.
     timer_armed: Option<SimTime>,
     blk: BlockLayer,
     /// Each process's kernel side (bios to submit, split operations, what
@@ -175,6 +186,12 @@ struct Engine<'o, O: Observer> {
     barriers: std::collections::BTreeMap<(u32, u32), Vec<ProcessId>>,
     /// Scratch for completed bios.
     done: Vec<Done>,
+    /// The scheduler's own timer ([`Elevator::armed_timer`]), as last seen.
+    elv_timer: Option<SimTime>,
+    /// The instant a timer last fired: not armed again at that instant.
+    fired_at: Option<SimTime>,
+    /// The last process event or completion.
+    last_work: SimTime,
     metrics: Collector,
     obs: &'o mut O,
 }
@@ -229,9 +246,10 @@ pub fn run_observed<O: Observer>(
         state: vec![ProcState::Sleeping; threads],
         rngs: (0..n as u64).map(|i| SimRng::for_stream(cfg.seed, i + 1)).collect(),
         depth: cfg.queue_depth as usize,
+        parallel: 1,
         order: cfg.device_order,
         device_queue: Vec::with_capacity(cfg.queue_depth as usize),
-        in_service: None,
+        in_service: Vec::new(),
         timer_armed: None,
         blk: BlockLayer::new(&cfg.queue)?,
         kio: kernel::KernelIo::new(threads),
@@ -240,14 +258,20 @@ pub fn run_observed<O: Observer>(
         copy_ns_per_page: crate::time::ms_to_ns(cfg.vm.copy_us_per_page / 1000.0),
         barriers: std::collections::BTreeMap::new(),
         done: Vec::new(),
+        elv_timer: None,
+        fired_at: None,
+        last_work: SimTime::ZERO,
         metrics: Collector::new(process_class, classes.len()),
         obs,
     };
+    e.parallel = e.disk.max_in_service().clamp(1, e.depth);
     for (pid, entry) in processes.into_iter().enumerate() {
         e.schedule(entry.start, Kind::Wake(pid as ProcessId));
+        e.sched.set_ioprio(pid as ProcessId, entry.process.ioprio());
         e.procs.push(entry.process);
     }
     e.start_flusher();
+    e.sync_timer();
     let mut events = 0u64;
     let mut at_this_instant = 0u64;
     let mut end = None;
@@ -283,11 +307,21 @@ pub fn run_observed<O: Observer>(
             }
         }
         match ev.kind {
-            Kind::Wake(pid) => e.run_process(pid)?,
-            Kind::DiskDone => e.complete()?,
+            Kind::Wake(pid) => {
+                e.last_work = e.now;
+                e.run_process(pid)?
+            }
+            Kind::DiskDone(id) => {
+                e.last_work = e.now;
+                e.complete(id)?
+            }
             Kind::Timer => {
-                if e.timer_armed == Some(ev.time) {
-                    e.timer_armed = None;
+                let idle = e.timer_armed == Some(ev.time);
+                let own = e.elv_timer == Some(ev.time);
+                if idle || own {
+                    e.timer_armed = e.timer_armed.filter(|_| !idle);
+                    e.elv_timer = e.elv_timer.filter(|_| !own);
+                    e.fired_at = Some(ev.time);
                     e.sched.timer(e.now);
                     // The elevator's kick (kblockd) runs the queue and
                     // removes a plug (blk_start_queueing).
@@ -320,10 +354,13 @@ pub fn run_observed<O: Observer>(
                     ),
                 ));
             }
-            e.now
+            // A scheduler timer that fired after the last request and the
+            // last process (Kyber's statistics window, BFQ's idle wait for
+            // a process that has exited) is not part of the run.
+            e.last_work
         }
     };
-    let overhang_ns = e.in_service.map_or(0, |(_, done)| done.since(end));
+    let overhang_ns = e.in_service.iter().map(|(_, done)| done.since(end)).max().unwrap_or(0);
     let anticipation = e.sched.anticipation();
     let timings = e
         .procs
@@ -406,6 +443,7 @@ impl<O: Observer> Engine<'_, O> {
                     // kblockd work removes any plug and runs the queue).
                     self.blk.remove_plug();
                     self.fill();
+                    self.sync_timer();
                     return Ok(());
                 }
             }
@@ -414,16 +452,14 @@ impl<O: Observer> Engine<'_, O> {
 
     /// Ask the scheduler for requests while the device has room.
     fn fill(&mut self) {
-        while self.device_queue.len() + (self.in_service.is_some() as usize) < self.depth {
+        while self.device_queue.len() + self.in_service.len() < self.depth {
             match self.sched.dispatch(self.now) {
                 Dispatch::Request(rq) => {
                     self.metrics.dispatched += 1;
                     self.blk.dispatched(&rq);
                     self.obs.dispatched(&rq, self.now);
                     self.device_queue.push(rq);
-                    if self.in_service.is_none() {
-                        self.start_service();
-                    }
+                    self.start_service();
                 }
                 Dispatch::IdleUntil(t) => {
                     let t = t.max(self.now);
@@ -431,18 +467,36 @@ impl<O: Observer> Engine<'_, O> {
                         self.timer_armed = Some(t);
                         self.schedule(t, Kind::Timer);
                     }
-                    return;
+                    break;
                 }
-                Dispatch::Nothing => return,
+                Dispatch::Nothing => break,
+            }
+        }
+        self.sync_timer();
+    }
+
+    /// Schedule the scheduler's own timer if it moved. A timer reported
+    /// for the instant one just fired at is not armed again (that would
+    /// loop); earlier instants are moved up to now.
+    fn sync_timer(&mut self) {
+        let t = self.sched.armed_timer().map(|t| t.max(self.now));
+        if t != self.elv_timer {
+            self.elv_timer = t.filter(|&t| Some(t) != self.fired_at || t > self.now);
+            if let Some(t) = self.elv_timer {
+                self.schedule(t, Kind::Timer);
             }
         }
     }
 
-    /// Start the next request of the device's own queue.
+    /// Start requests of the device's own queue while it has a free unit.
     fn start_service(&mut self) {
-        if self.device_queue.is_empty() {
-            return;
+        while self.in_service.len() < self.parallel && !self.device_queue.is_empty() {
+            self.start_one();
         }
+    }
+
+    /// Start the next request of the device's own queue.
+    fn start_one(&mut self) {
         let idx = match self.order {
             DeviceOrder::Fifo => 0,
             DeviceOrder::Sptf => {
@@ -455,16 +509,17 @@ impl<O: Observer> Engine<'_, O> {
         };
         let rq = self.device_queue.remove(idx);
         let s = self.disk.service(&rq, self.now);
-        self.metrics.service_started(&s);
+        self.metrics.service_started(&s, self.now);
         let done = self.now + s.total_ns;
-        self.in_service = Some((rq, done));
-        self.schedule(done, Kind::DiskDone);
+        self.in_service.push((rq, done));
+        self.schedule(done, Kind::DiskDone(rq.id));
     }
 
-    fn complete(&mut self) -> Result<()> {
-        let Some((rq, _)) = self.in_service.take() else {
+    fn complete(&mut self, id: RequestId) -> Result<()> {
+        let Some(i) = self.in_service.iter().position(|(rq, _)| rq.id == id) else {
             return Err(Error::invalid("engine", "completion without a request in service"));
         };
+        let (rq, _) = self.in_service.swap_remove(i);
         self.metrics.request_completed();
         self.obs.completed(&rq, self.now);
         self.sched.completed(&rq, self.now);
@@ -482,4 +537,188 @@ impl<O: Observer> Engine<'_, O> {
         self.apply_effects();
         Ok(())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::disk::{self, DiskSpec};
+    use crate::workload::group::{GroupSpec, ProcessesSpec};
+    use crate::workload::{self, Placement, WorkloadSpec};
+    use std::collections::VecDeque;
+
+    /// Holds every request until its own timer, 5 ms after the insert,
+    /// reported through `armed_timer` only (never `IdleUntil`).
+    struct Delay {
+        held: VecDeque<(Request, SimTime)>,
+        ready: VecDeque<Request>,
+        timer_calls: Vec<SimTime>,
+    }
+
+    impl Elevator for Delay {
+        fn name(&self) -> &'static str {
+            "delay"
+        }
+        fn insert(&mut self, rq: Request, now: SimTime) {
+            self.held.push_back((rq, now + 5_000_000));
+        }
+        fn dispatch(&mut self, _now: SimTime) -> Dispatch {
+            self.ready.pop_front().map_or(Dispatch::Nothing, Dispatch::Request)
+        }
+        fn timer(&mut self, now: SimTime) {
+            self.timer_calls.push(now);
+            while self.held.front().is_some_and(|&(_, t)| t <= now) {
+                let (rq, _) = self.held.pop_front().unwrap();
+                self.ready.push_back(rq);
+            }
+        }
+        fn armed_timer(&self) -> Option<SimTime> {
+            self.held.front().map(|&(_, t)| t)
+        }
+        fn queued(&self) -> usize {
+            self.held.len() + self.ready.len()
+        }
+    }
+
+    #[derive(Default)]
+    struct Log {
+        inserted: Vec<SimTime>,
+        dispatched: Vec<SimTime>,
+        in_service: usize,
+        max_in_service: usize,
+    }
+
+    impl Observer for Log {
+        fn inserted(&mut self, _rq: &Request, now: SimTime) {
+            self.inserted.push(now);
+        }
+        fn dispatched(&mut self, _rq: &Request, now: SimTime) {
+            self.dispatched.push(now);
+            self.in_service += 1;
+            self.max_in_service = self.max_in_service.max(self.in_service);
+        }
+        fn completed(&mut self, _rq: &Request, _now: SimTime) {
+            self.in_service -= 1;
+        }
+    }
+
+    fn readers(count: u32, file_mb: f64) -> WorkloadSpec {
+        WorkloadSpec::Processes(ProcessesSpec {
+            placement: Placement::Spread,
+            group: vec![GroupSpec { count, file_mb, request_kb: 4.0, passes: 1, ..GroupSpec::default() }],
+        })
+    }
+
+    fn run_with(d: DiskSpec, sched: Box<dyn Elevator>, w: &WorkloadSpec, log: &mut Log) -> Outcome {
+        let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
+        let built = workload::build(w, disk.capacity_sectors()).unwrap();
+        let cfg = EngineConfig {
+            queue: Default::default(),
+            vm: Default::default(),
+            queue_depth: d.queue_depth,
+            device_order: d.device_order,
+            max_time: None,
+            max_requests: None,
+            seed: 1,
+        };
+        run_observed(disk, sched, built, &cfg, &RunControl::default(), log).unwrap()
+    }
+
+    #[test]
+    fn a_timer_reported_by_armed_timer_fires_at_its_instant() {
+        let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(1.0), ..DiskSpec::default() };
+        let sched = Box::new(Delay { held: VecDeque::new(), ready: VecDeque::new(), timer_calls: Vec::new() });
+        let mut log = Log::default();
+        let out = run_with(d, sched, &readers(1, 0.0625), &mut log);
+        // 16 requests of 4 KiB, each held 5 ms then served in 1 ms.
+        assert_eq!(out.collector.completed(), 16);
+        for (ins, disp) in log.inserted.iter().zip(&log.dispatched) {
+            assert_eq!(disp.ns() - ins.ns(), 5_000_000, "dispatched exactly at the timer");
+        }
+        assert_eq!(out.end, SimTime(16 * 6_000_000));
+    }
+
+    /// A FIFO that arms a timer 100 ms after each completion, as Kyber
+    /// pulls its statistics timer.
+    struct LateTimer {
+        fifo: VecDeque<Request>,
+        timer: Option<SimTime>,
+    }
+
+    impl Elevator for LateTimer {
+        fn name(&self) -> &'static str {
+            "late-timer"
+        }
+        fn insert(&mut self, rq: Request, _now: SimTime) {
+            self.fifo.push_back(rq);
+        }
+        fn dispatch(&mut self, _now: SimTime) -> Dispatch {
+            self.fifo.pop_front().map_or(Dispatch::Nothing, Dispatch::Request)
+        }
+        fn completed(&mut self, _rq: &Request, now: SimTime) {
+            self.timer = Some(now + 100_000_000);
+        }
+        fn timer(&mut self, _now: SimTime) {
+            self.timer = None;
+        }
+        fn armed_timer(&self) -> Option<SimTime> {
+            self.timer
+        }
+        fn queued(&self) -> usize {
+            self.fifo.len()
+        }
+    }
+
+    #[test]
+    fn a_timer_after_the_last_request_does_not_lengthen_the_run() {
+        let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(1.0), ..DiskSpec::default() };
+        let sched = Box::new(LateTimer { fifo: VecDeque::new(), timer: None });
+        let out = run_with(d, sched, &readers(1, 0.0625), &mut Log::default());
+        assert_eq!(out.end, SimTime(16_000_000), "16 requests of 1 ms, not 116 ms");
+    }
+
+    #[test]
+    fn an_ssd_serves_requests_in_parallel_up_to_the_queue_depth() {
+        let d = DiskSpec { preset: Some("ssd".into()), queue_depth: 8, ..DiskSpec::default() };
+        let mut log = Log::default();
+        let sched = crate::sched::build("noop", &Default::default(), &crate::sched::SchedContext::new(Arc::new(NoCost)))
+            .unwrap()
+            .0;
+        let out = run_with(d.clone(), sched, &readers(16, 1.0), &mut log);
+        assert_eq!(log.max_in_service, 8);
+        assert_eq!(out.collector.completed(), 16 * 256);
+        // A disk at the same depth keeps one in service, the rest queued.
+        let hdd = DiskSpec { preset: Some("fixed".into()), queue_depth: 8, ..DiskSpec::default() };
+        let mut log2 = Log::default();
+        let sched = crate::sched::build("noop", &Default::default(), &crate::sched::SchedContext::new(Arc::new(NoCost)))
+            .unwrap()
+            .0;
+        let out2 = run_with(hdd, sched, &readers(4, 0.0625), &mut log2);
+        assert_eq!(log2.max_in_service, 4, "dispatched: in the device's queue, not all in service");
+        assert!(out.collector.completed() > 0 && out2.collector.completed() > 0);
+    }
+
+    #[test]
+    fn busy_time_counts_overlapping_service_once() {
+        let mut c = Collector::new(vec![0], 1);
+        let s = |ns| crate::disk::Service { total_ns: ns, ..Default::default() };
+        c.service_started(&s(10), SimTime(0));
+        c.service_started(&s(10), SimTime(5));
+        c.service_started(&s(2), SimTime(6));
+        c.service_started(&s(5), SimTime(30));
+        let h = crate::metrics::RunHeader { scheduler: "x".into(), tunables: Default::default(), seed: 1 };
+        let r = c.finish(SimTime(40), 0, h, &["c".into()], &["p".into()], None);
+        assert_eq!(r.disk.busy_ms * 1e6, 20.0, "[0, 15) and [30, 35)");
+    }
+
+    struct NoCost;
+    impl crate::disk::PositionCost for NoCost {
+        fn seek_ns(&self, _: u64, _: u64) -> u64 {
+            0
+        }
+        fn mean_rotation_ns(&self) -> u64 {
+            0
+        }
+    }
+    use std::sync::Arc;
 }

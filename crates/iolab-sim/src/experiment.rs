@@ -408,7 +408,7 @@ impl Experiment {
         let s = &self.spec.schedulers[job.scheduler];
         let disk = disk::build(&self.spec.disk, &self.base_dir)?;
         let built = workload::build(&self.spec.workload, disk.capacity_sectors())?;
-        let ctx = SchedContext { position_cost: disk.position_cost() };
+        let ctx = SchedContext::for_disk(&*disk, self.spec.disk.queue_depth);
         let info = sched::find(&s.name)?;
         let values = &self.tunables[job.scheduler];
         let elevator = (info.build)(values, &ctx);

@@ -69,6 +69,8 @@ fn rate(amount: f64, elapsed_ns: u64) -> f64 {
 /// Collects measurements during a run. Called by the engine only.
 pub struct Collector {
     overall: Tally,
+    /// Reads alone: a read's latency is what a process waits for.
+    reads: Tally,
     per_class: Vec<Tally>,
     per_process: Vec<Tally>,
     process_class: Vec<u32>,
@@ -82,6 +84,8 @@ pub struct Collector {
     pub(crate) dispatched: u64,
     pub(crate) completed: u64,
     busy_ns: u64,
+    /// End of the latest service interval counted in `busy_ns`.
+    busy_until: SimTime,
     seek_cylinders: u64,
     seek_ns: u64,
     seeks: u64,
@@ -93,6 +97,7 @@ impl Collector {
     pub fn new(process_class: Vec<u32>, classes: usize) -> Collector {
         Collector {
             overall: Tally::new(),
+            reads: Tally::new(),
             per_class: vec![Tally::new(); classes],
             per_process: vec![Tally::new(); process_class.len()],
             process_class,
@@ -104,6 +109,7 @@ impl Collector {
             dispatched: 0,
             completed: 0,
             busy_ns: 0,
+            busy_until: SimTime::ZERO,
             seek_cylinders: 0,
             seek_ns: 0,
             seeks: 0,
@@ -117,9 +123,13 @@ impl Collector {
         self.completed
     }
 
-    /// The device started serving a request.
-    pub fn service_started(&mut self, s: &Service) {
-        self.busy_ns += s.total_ns;
+    /// The device started serving a request at `now`. Busy time is the
+    /// union of service intervals, so a device serving several requests at
+    /// once (an SSD) is busy at most 100% of the time.
+    pub fn service_started(&mut self, s: &Service, now: SimTime) {
+        let done = now + s.total_ns;
+        self.busy_ns += done.since(now.max(self.busy_until));
+        self.busy_until = self.busy_until.max(done);
         self.seek_ns += s.seek_ns;
         self.seek_cylinders += s.seek_cylinders;
         self.seeks += (s.seek_cylinders > 0) as u64;
@@ -147,7 +157,10 @@ impl Collector {
         self.per_process[pid].record(latency, bytes);
         self.per_class[self.process_class[pid] as usize].record(latency, bytes);
         match rq.dir {
-            Dir::Read => self.read_bytes += bytes,
+            Dir::Read => {
+                self.read_bytes += bytes;
+                self.reads.record(latency, bytes);
+            }
             Dir::Write => self.write_bytes += bytes,
         }
     }
@@ -180,6 +193,7 @@ impl Collector {
             write_mb_s: rate(self.write_bytes as f64 / 1e6, elapsed),
             iops: rate(self.completed as f64, elapsed),
             latency_ms: self.overall.summary(),
+            read_latency_ms: self.reads.summary(),
             seek: SeekSummary {
                 seeks: self.seeks,
                 mean_cylinders: if self.dispatched == 0 { 0.0 } else { self.seek_cylinders as f64 / self.dispatched as f64 },
@@ -358,6 +372,8 @@ pub struct RunResult {
     pub write_mb_s: f64,
     pub iops: f64,
     pub latency_ms: LatencySummary,
+    /// Reads only (all zero when the run completed no read).
+    pub read_latency_ms: LatencySummary,
     pub seek: SeekSummary,
     pub disk: DiskSummary,
     /// False for schedulers that never anticipate (their counts are zero).

@@ -77,6 +77,88 @@ impl Request {
     }
 }
 
+/// An I/O priority class (`IOPRIO_CLASS_*`, include/uapi/linux/ioprio.h).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoClass {
+    /// Real time: served before everything else.
+    Rt,
+    /// Best effort: the class of every ordinary task.
+    Be,
+    /// Idle: served only when nobody else needs the disk.
+    Idle,
+}
+
+/// A process's I/O priority, as `ionice -c CLASS -n LEVEL` sets it.
+///
+/// A task that never called `ioprio_set` has class NONE; the block layer
+/// turns that into best effort at `(nice + 20) / 5`, level 4 for nice 0
+/// (`__get_task_ioprio` in block/ioprio.c, `task_nice_ioprio` in
+/// include/linux/ioprio.h), so NONE is not a separate value here.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IoPrio {
+    pub class: IoClass,
+    /// 0 (highest) to 7 (`IOPRIO_NR_LEVELS` = 8); 0 for the idle class.
+    pub level: u8,
+}
+
+impl Default for IoPrio {
+    /// Best effort, level 4 (`IOPRIO_NORM`).
+    fn default() -> Self {
+        IoPrio { class: IoClass::Be, level: 4 }
+    }
+}
+
+impl IoPrio {
+    /// Parse `rt/N`, `be/N` or `idle` (N from 0 to 7), as ionice names them.
+    pub fn parse(text: &str) -> std::result::Result<IoPrio, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let (class, level) = match t.split_once('/') {
+            Some((c, l)) => (c.to_string(), Some(l.to_string())),
+            None => (t.clone(), None),
+        };
+        let class = match class.as_str() {
+            "rt" | "realtime" => IoClass::Rt,
+            "be" | "best-effort" => IoClass::Be,
+            "idle" => IoClass::Idle,
+            _ => return Err(format!("'{text}': expected rt/N, be/N or idle (N from 0 to 7)")),
+        };
+        let level = match (class, level) {
+            (IoClass::Idle, None) => 0,
+            (IoClass::Idle, Some(_)) => return Err(format!("'{text}': the idle class has no level")),
+            (_, None) => 4,
+            (_, Some(l)) => match l.parse::<u8>() {
+                Ok(n) if n < 8 => n,
+                _ => return Err(format!("'{text}': the level must be 0 to 7")),
+            },
+        };
+        Ok(IoPrio { class, level })
+    }
+}
+
+impl std::fmt::Display for IoPrio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.class {
+            IoClass::Rt => write!(f, "rt/{}", self.level),
+            IoClass::Be => write!(f, "be/{}", self.level),
+            IoClass::Idle => write!(f, "idle"),
+        }
+    }
+}
+
+impl Serialize for IoPrio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for IoPrio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        IoPrio::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +177,18 @@ mod tests {
         assert!(!rq(Dir::Write, false).is_sync(), "write-back");
         assert_eq!(rq(Dir::Read, false).sync_index(), 0);
         assert_eq!(rq(Dir::Write, false).sync_index(), 1);
+    }
+
+    #[test]
+    fn ioprio_parses_as_ionice_names_it() {
+        assert_eq!(IoPrio::parse("be/4").unwrap(), IoPrio::default());
+        assert_eq!(IoPrio::parse("RT/0").unwrap(), IoPrio { class: IoClass::Rt, level: 0 });
+        assert_eq!(IoPrio::parse("be").unwrap().level, 4);
+        assert_eq!(IoPrio::parse("idle").unwrap(), IoPrio { class: IoClass::Idle, level: 0 });
+        for bad in ["be/8", "be/-1", "idle/3", "low", "rt/x"] {
+            assert!(IoPrio::parse(bad).is_err(), "{bad}");
+        }
+        let p: IoPrio = serde_json::from_str("\"rt/2\"").unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), "\"rt/2\"");
     }
 }

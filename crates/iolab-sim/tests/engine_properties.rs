@@ -113,7 +113,7 @@ fn arb_group() -> impl Strategy<Value = GroupSpec> {
 fn run_checked(spec: &WorkloadSpec, d: &DiskSpec, info: &SchedulerInfo, seed: u64) -> (Checker, Outcome) {
     let disk = disk::build(d, Path::new(".")).unwrap();
     let built = workload::build(spec, disk.capacity_sectors()).unwrap();
-    let ctx = SchedContext { position_cost: disk.position_cost() };
+    let ctx = SchedContext::for_disk(&*disk, d.queue_depth);
     let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
     let cfg =
         EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
@@ -159,6 +159,7 @@ fn fs_and_trace_workloads() -> Vec<WorkloadSpec> {
         streams: Streams::Each,
         max_records: None,
         blkparse_action: "Q".into(),
+        jitter_ms: 0.0,
     };
     let bursty = ArrivalSpec {
         rate_per_s: 100.0,

@@ -127,7 +127,7 @@ fn worst(name: &str, expire_ms: [u64; 2], by_sync: bool, seed: u64) -> (u64, u64
     let spec = DiskSpec { preset: Some("fixed".into()), ..DiskSpec::default() };
     let disk = disk::build(&spec, Path::new(".")).unwrap();
     let built = workload::build(&workload(seed as u32 % 3), disk.capacity_sectors()).unwrap();
-    let ctx = SchedContext { position_cost: disk.position_cost() };
+    let ctx = SchedContext::new(disk.position_cost());
     let (e, _) = sched::build(name, &BTreeMap::new(), &ctx).unwrap();
     // Merging off: the test follows each request from insert to dispatch.
     let queue = QueueSpec { merges: false, ..QueueSpec::default() };

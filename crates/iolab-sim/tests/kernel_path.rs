@@ -46,7 +46,7 @@ fn run(spec: &WorkloadSpec, disk_name: &str, sched_name: &str, queue: QueueSpec,
     let d = DiskSpec { preset: Some(disk_name.into()), ..DiskSpec::default() };
     let disk = disk::build(&d, Path::new(".")).unwrap();
     let built = workload::build(spec, disk.capacity_sectors()).unwrap();
-    let ctx = SchedContext { position_cost: disk.position_cost() };
+    let ctx = SchedContext::new(disk.position_cost());
     let (e, _) = sched::build(sched_name, &BTreeMap::new(), &ctx).unwrap();
     let cfg = EngineConfig {
         queue,

@@ -25,6 +25,7 @@ SUBCOMMANDS = [
     "iolab.cli.queue",
     "iolab.cli.mail",
     "iolab.cli.emu",
+    "iolab.cli.recommend",
 ]
 
 

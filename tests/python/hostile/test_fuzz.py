@@ -192,7 +192,7 @@ def compare_args(draw):
                              unique=True)):
         args += [opt, draw(OPTION_VALUES)]
     names = st.sampled_from(["noop", "none", "fifo", "deadline", "as", "anticipatory", "cfq", "as95", "95%",
-                             "wpcas", "nosuch", "", "AS", " noop "])
+                             "wpcas", "mq-deadline", "bfq", "kyber", "nosuch", "", "AS", " noop "])
     args += ["--schedulers", ",".join(draw(st.lists(names, min_size=0, max_size=3)))]
     args += ["--disk", draw(st.sampled_from(["hp97560", "fixed", "modern7200", "floppy", ""]))]
     args += ["--workload", draw(st.sampled_from(["iozone", "iozone-random", "deceptive-idleness", "postmark",

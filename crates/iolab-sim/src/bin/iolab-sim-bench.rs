@@ -64,7 +64,7 @@ fn main() {
         for name in &names {
             let disk = disk::build(&spec, Path::new(".")).expect("checked above");
             let built = workload::build(&w, disk.capacity_sectors()).expect("bench workload builds");
-            let ctx = SchedContext { position_cost: disk.position_cost() };
+            let ctx = SchedContext::new(disk.position_cost());
             let (elevator, _) = match sched::build(name, &BTreeMap::new(), &ctx) {
                 Ok(x) => x,
                 Err(e) => {

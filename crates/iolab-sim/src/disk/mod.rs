@@ -23,6 +23,7 @@ pub mod layout;
 pub mod paramfile;
 pub mod presets;
 pub mod seek;
+pub mod ssd;
 
 /// Where a request's time went.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -50,8 +51,11 @@ pub enum CacheOutcome {
     Partial,
 }
 
-/// A device model. One request is in service at a time (the drive's own
-/// queue, when deeper than 1, is kept by the engine).
+/// A device model. A disk serves one request at a time (the drive's own
+/// queue, when deeper than 1, is kept by the engine); a device with
+/// internal parallelism (an SSD's channels and dies) says how many it
+/// takes at once with [`Disk::max_in_service`] and accounts for its own
+/// contention in the times it returns.
 pub trait Disk: Send {
     /// A short description for reports (model name, geometry).
     fn describe(&self) -> String;
@@ -72,6 +76,15 @@ pub trait Disk: Send {
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64;
     /// A stateless cost function for schedulers.
     fn position_cost(&self) -> Arc<dyn PositionCost>;
+    /// Requests in service at once; `service` is then called at each one's
+    /// start while others are still in service.
+    fn max_in_service(&self) -> usize {
+        1
+    }
+    /// A spinning disk (Linux's `rotational` queue flag).
+    fn rotational(&self) -> bool {
+        true
+    }
 }
 
 /// Cost estimates a scheduler may use, derived from the disk model of the
@@ -135,6 +148,7 @@ impl Default for DiskSpec {
 pub static PRESETS: &[(&str, &str)] = &[
     (presets::HP97560, "HP 97560 (1994): the WPCAS paper's disk, 1.3 GB, 4002 rpm, seek by its equation (2)"),
     (presets::MODERN7200, "7200 rpm 2 TB SATA drive of the 4 KiB era (BarraCuda ST2000DM008 class)"),
+    (ssd::NAME, "flash SSD with MQSim's default parameters: 8 channels x 4 chips x 2 dies x 2 planes; set queue_depth (e.g. 32)"),
     (fixed::NAME, "constant service time (`fixed_ms`, default 5 ms); for tests"),
 ];
 
@@ -155,6 +169,7 @@ pub fn build(spec: &DiskSpec, base_dir: &Path) -> Result<Box<dyn Disk>> {
             fixed::NAME => Ok(Box::new(fixed::FixedDisk::new(spec.fixed_ms.unwrap_or(5.0))?)),
             presets::HP97560 => Ok(Box::new(hdd::Hdd::new(presets::hp97560_params())?)),
             presets::MODERN7200 => Ok(Box::new(hdd::Hdd::new(presets::modern7200_params())?)),
+            ssd::NAME => Ok(Box::new(ssd::Ssd::new(ssd::mqsim_params())?)),
             other => {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
                 Err(Error::unknown("disk preset", other, &names))

@@ -8,7 +8,11 @@
 //! (`completed_request`). A scheduler that wants to hold the device idle
 //! (anticipation) returns [`Dispatch::IdleUntil`]; the engine then calls
 //! [`Elevator::timer`] at that instant, unless an insert or completion comes
-//! first, and asks for a dispatch again.
+//! first, and asks for a dispatch again. A scheduler that keeps timers of
+//! its own, as Linux's do with `timer_list` and `hrtimer` (CFQ's idle
+//! slice, BFQ's idle timer, Kyber's statistics window), reports the next
+//! one through [`Elevator::armed_timer`]: the engine looks after every hook
+//! and calls [`Elevator::timer`] when that instant comes.
 //!
 //! Schedulers are registered in one table ([`SCHEDULERS`]) keyed by name;
 //! their tunables are declared as data ([`Tunable`]) with Linux's names,
@@ -16,15 +20,20 @@
 
 use crate::disk::PositionCost;
 use crate::error::{Error, Result};
-use crate::request::{Dir, ProcessId, Request};
+use crate::request::{Dir, IoPrio, ProcessId, Request};
 use crate::time::SimTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
+pub mod kyber;
+pub mod mq;
+pub mod mq_deadline;
+pub mod none;
 pub mod noop;
 pub mod sortfifo;
 #[cfg(test)]
@@ -59,9 +68,24 @@ pub trait Elevator: Send {
     /// Optional. The device finished `rq` (Linux: `completed_request`).
     fn completed(&mut self, _rq: &Request, _now: SimTime) {}
 
-    /// Optional. The instant returned in [`Dispatch::IdleUntil`] arrived
-    /// (Linux: the scheduler's timer or hrtimer callback).
+    /// Optional. The instant returned in [`Dispatch::IdleUntil`] or by
+    /// [`Elevator::armed_timer`] arrived (Linux: the scheduler's timer or
+    /// hrtimer callback). It must disarm or move a timer that is due.
     fn timer(&mut self, _now: SimTime) {}
+
+    /// Optional. When the scheduler's own timer fires, if one is armed
+    /// (Linux: `mod_timer`/`hrtimer_start` arm it, `del_timer`/
+    /// `hrtimer_try_to_cancel` disarm it). The engine asks after every
+    /// hook and calls [`Elevator::timer`] at that instant, after the other
+    /// events of the same nanosecond.
+    fn armed_timer(&self) -> Option<SimTime> {
+        None
+    }
+
+    /// Optional. Process `pid` runs with I/O priority `prio` (Linux: the
+    /// task's `io_context`, set by `ioprio_set`). Called before the
+    /// process's first request.
+    fn set_ioprio(&mut self, _pid: ProcessId, _prio: IoPrio) {}
 
     /// Optional. A process exited (Linux: `exit_icq`).
     fn exit_process(&mut self, _pid: ProcessId, _now: SimTime) {}
@@ -226,6 +250,23 @@ pub struct SchedContext {
     /// Positioning-cost estimates from the disk model of the experiment
     /// (DESIGN.md: schedulers never reach into the disk's state).
     pub position_cost: Arc<dyn PositionCost>,
+    /// Requests the device takes at once (the tag set's `queue_depth`);
+    /// blk-mq sizes the scheduler's request pool from it.
+    pub queue_depth: u32,
+    /// The device is rotational (`blk_queue_nonrot` is false).
+    pub rotational: bool,
+}
+
+impl SchedContext {
+    /// A context for a rotational device of queue depth 1.
+    pub fn new(position_cost: Arc<dyn PositionCost>) -> SchedContext {
+        SchedContext { position_cost, queue_depth: 1, rotational: true }
+    }
+
+    /// The context of `disk` driven at `queue_depth`.
+    pub fn for_disk(disk: &dyn crate::disk::Disk, queue_depth: u32) -> SchedContext {
+        SchedContext { position_cost: disk.position_cost(), queue_depth, rotational: disk.rotational() }
+    }
 }
 
 /// Tunable values after validation: every declared tunable has a value.
@@ -264,6 +305,10 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     anticipatory::AS_INFO,
     anticipatory::AS95_INFO,
     anticipatory::WPCAS_INFO,
+    none::INFO,
+    mq_deadline::INFO,
+    kyber::INFO,
+    bfq::INFO,
 ];
 
 /// Look a scheduler up by name or alias.

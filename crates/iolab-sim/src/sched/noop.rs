@@ -1,4 +1,5 @@
-//! NOOP: a FIFO with no reordering (Linux `noop-iosched.c`; 6.1's `none`).
+//! NOOP: a FIFO with no reordering (Linux 2.6 `noop-iosched.c`; Linux
+//! 6.1's no-elevator path is `none`, see `none.rs`).
 //! The reference scheduler, kept as simple as fio's `null` engine.
 
 use super::{Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, TunableValues};
@@ -10,7 +11,7 @@ pub const NAME: &str = "noop";
 
 pub const INFO: SchedulerInfo = SchedulerInfo {
     name: NAME,
-    aliases: &["none", "fifo"],
+    aliases: &["fifo"],
     summary: "first come, first served; no reordering (merges through the block layer)",
     tunables: &[],
     build,

@@ -43,7 +43,7 @@ impl PositionCost for NoCost {
 }
 
 pub fn ctx() -> SchedContext {
-    SchedContext { position_cost: Arc::new(NoCost) }
+    SchedContext::new(Arc::new(NoCost))
 }
 
 /// Dispatch and expect a request; returns its id.

@@ -16,6 +16,7 @@
 //! file_mb = 64
 //! think = { dist = "constant", ms = 1 }
 //! cpu = { dist = "constant", ms = 0.05 }   # CPU per operation
+//! ioprio = "be/4"             # rt/N, be/N or idle, as ionice sets it
 //! ```
 
 use super::pattern::Pattern;
@@ -24,6 +25,7 @@ use super::think::{ThinkSpec, ThinkTime};
 use super::{kib_to_sectors, place, BuiltWorkload, Placement, ProcessEntry};
 use crate::error::{Error, Result};
 use crate::limits;
+use crate::request::IoPrio;
 use crate::time::{ms_to_ns, SimTime};
 use serde::{Deserialize, Serialize};
 
@@ -76,6 +78,10 @@ pub struct GroupSpec {
     pub stop_ms: Option<f64>,
     /// Passes over the file; 0 = keep going until `stop_ms` or the run ends.
     pub passes: u32,
+    /// I/O priority of the group's processes (`ionice`): `rt/N`, `be/N`
+    /// or `idle`; best effort 4 when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ioprio: Option<IoPrio>,
 }
 
 impl Default for GroupSpec {
@@ -97,6 +103,7 @@ impl Default for GroupSpec {
             start_ms: 0.0,
             stop_ms: None,
             passes: 0,
+            ioprio: None,
         }
     }
 }
@@ -173,7 +180,7 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
         return Err(Error::invalid("workload.group", "needs at least one [[workload.group]]"));
     }
     let mut classes = Vec::new();
-    let mut pending = Vec::new(); // (class, name, start, stop, file sectors, phase)
+    let mut pending = Vec::new(); // (class, name, start, stop, file sectors, phase, ioprio)
     for (gi, g) in spec.group.iter().enumerate() {
         let field = format!("workload.group[{gi}]");
         if g.count == 0 {
@@ -196,7 +203,8 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
         let class = classes.len() as u32;
         classes.push(class_name.clone());
         for i in 0..g.count {
-            pending.push((class, format!("{class_name}.{i}"), start, stop, file, phase.clone()));
+            let prio = g.ioprio.unwrap_or_default();
+            pending.push((class, format!("{class_name}.{i}"), start, stop, file, phase.clone(), prio));
         }
     }
     let sizes: Vec<u64> = pending.iter().map(|p| p.4).collect();
@@ -205,10 +213,10 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
     let processes = pending
         .into_iter()
         .zip(starts)
-        .map(|((class, name, start, stop, file, phase), region)| ProcessEntry {
-            name,
-            start,
-            process: Box::new(PatternProcess::new(class, region, file, stop, vec![phase])),
+        .map(|((class, name, start, stop, file, phase, ioprio), region)| {
+            let mut p = PatternProcess::new(class, region, file, stop, vec![phase]);
+            p.ioprio = ioprio;
+            ProcessEntry { name, start, process: Box::new(p) }
         })
         .collect();
     Ok(BuiltWorkload { classes, processes, page_cache })

@@ -8,7 +8,7 @@
 //! requests completes.
 
 use crate::error::{Error, Result};
-use crate::request::{Dir, Request, SECTOR_BYTES};
+use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
 use crate::spec_source::{FieldError, FieldPath};
 use crate::rng::SimRng;
 use crate::time::SimTime;
@@ -81,6 +81,10 @@ pub trait Process: Send {
     /// it moved in each (for IOzone-style throughput).
     fn timings(&self) -> &[process::PhaseTiming] {
         &[]
+    }
+    /// Its I/O priority (`ionice`); best effort 4 unless set.
+    fn ioprio(&self) -> IoPrio {
+        IoPrio::default()
     }
 }
 

@@ -24,7 +24,7 @@ use super::pattern::{record_index, Pattern};
 use super::think::ThinkTime;
 use super::{IoOp, Process, Step};
 use crate::pagecache::{FileOp, PAGE_BYTES, PAGE_SECTORS};
-use crate::request::{Dir, Request, SECTOR_BYTES};
+use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use serde::Serialize;
@@ -98,6 +98,8 @@ pub struct PatternProcess {
     /// The current phase's start, and bytes so far.
     phase_start: Option<SimTime>,
     phase_bytes: u64,
+    /// Its I/O priority (`ionice`).
+    pub ioprio: IoPrio,
 }
 
 impl PatternProcess {
@@ -119,6 +121,7 @@ impl PatternProcess {
             timings: Vec::new(),
             phase_start: None,
             phase_bytes: 0,
+            ioprio: IoPrio::default(),
         }
     }
 
@@ -164,6 +167,10 @@ impl PatternProcess {
 impl Process for PatternProcess {
     fn class(&self) -> u32 {
         self.class
+    }
+
+    fn ioprio(&self) -> IoPrio {
+        self.ioprio
     }
 
     fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {

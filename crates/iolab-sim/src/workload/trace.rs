@@ -76,7 +76,21 @@ pub struct TraceSpec {
     /// blkparse: the action taken as the issue (`Q` or `D`).
     #[serde(default = "queue_action")]
     pub blkparse_action: String,
+    /// Each request is issued later than recorded by a delay drawn
+    /// uniformly from [0, jitter_ms) ms with the run's seed: the timing
+    /// noise between two runs of the same program, so that seeds give
+    /// different interleavings. 0 (default): a replay is the same on
+    /// every seed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub jitter_ms: f64,
 }
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The largest jitter: a minute is far beyond timing noise.
+const MAX_JITTER_MS: f64 = 60_000.0;
 
 fn one() -> f64 {
     1.0
@@ -107,6 +121,10 @@ pub struct ReplayProcess {
     in_flight: u32,
     /// When the previous request was issued in the simulation (closed).
     last_issue: SimTime,
+    /// `jitter_ms` in ns (0: none).
+    jitter_ns: u64,
+    /// The delay drawn for record `next`, drawn once when first asked.
+    drawn: Option<u64>,
 }
 
 impl Process for ReplayProcess {
@@ -114,19 +132,26 @@ impl Process for ReplayProcess {
         self.class
     }
 
-    fn next(&mut self, now: SimTime, _rng: &mut SimRng) -> Step {
+    fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
         let Some(r) = self.records.get(self.next).copied() else {
             return if self.in_flight > 0 { Step::Wait } else { Step::Exit };
         };
-        let due = match self.mode {
-            ReplayMode::Open => SimTime(r.time_ns),
-            ReplayMode::Closed if self.in_flight > 0 => return Step::Wait,
-            ReplayMode::Closed if self.next == 0 => SimTime(r.time_ns),
-            ReplayMode::Closed => self.last_issue + (r.time_ns - self.records[self.next - 1].time_ns),
+        if self.mode == ReplayMode::Closed && self.in_flight > 0 {
+            return Step::Wait;
+        }
+        let jitter = self.jitter_ns;
+        let delay = *self.drawn.get_or_insert_with(|| if jitter == 0 { 0 } else { rng.below(jitter) });
+        let recorded = match self.mode {
+            ReplayMode::Closed if self.next > 0 => {
+                self.last_issue + (r.time_ns - self.records[self.next - 1].time_ns)
+            }
+            _ => SimTime(r.time_ns),
         };
+        let due = recorded + delay;
         if due > now {
             return Step::Think(due.since(now));
         }
+        self.drawn = None;
         self.next += 1;
         self.in_flight += 1;
         self.last_issue = now;
@@ -153,6 +178,12 @@ pub fn build(spec: &TraceSpec, capacity: u64) -> Result<BuiltWorkload> {
         return Err(Error::invalid(
             "workload.speed",
             format!("must be within [{MIN_SPEED:e}, {MAX_SPEED:e}] (a time scale), got {}", crate::limits::show(spec.speed)),
+        ));
+    }
+    if !(spec.jitter_ms.is_finite() && (0.0..=MAX_JITTER_MS).contains(&spec.jitter_ms)) {
+        return Err(Error::invalid(
+            "workload.jitter_ms",
+            format!("must be within [0, {MAX_JITTER_MS}] ms, got {}", crate::limits::show(spec.jitter_ms)),
         ));
     }
     if spec.max_records == Some(0) {
@@ -215,6 +246,8 @@ fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWork
             next: 0,
             in_flight: 0,
             last_issue: SimTime::ZERO,
+            jitter_ns: crate::time::ms_to_ns(spec.jitter_ms),
+            drawn: None,
         };
         classes.push(name.clone());
         processes.push(ProcessEntry { name, start: SimTime::ZERO, process: Box::new(p) as Box<dyn Process> });
@@ -239,6 +272,7 @@ mod tests {
             streams: Streams::Each,
             max_records: None,
             blkparse_action: "Q".into(),
+            jitter_ms: 0.0,
         }
     }
 
@@ -252,13 +286,17 @@ mod tests {
     }
 
     fn run(s: &TraceSpec, fixed_ms: f64) -> (Issues, SimTime) {
+        run_seed(s, fixed_ms, 1)
+    }
+
+    fn run_seed(s: &TraceSpec, fixed_ms: f64, seed: u64) -> (Issues, SimTime) {
         let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(fixed_ms), ..DiskSpec::default() };
         let disk = disk::build(&d, Path::new(".")).unwrap();
         let built = build(s, disk.capacity_sectors()).unwrap();
-        let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
+        let ctx = crate::sched::SchedContext::new(disk.position_cost());
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let cfg =
-            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 1 };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed };
         let mut seen = Issues::default();
         let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut seen).unwrap();
         (seen, out.end)
@@ -276,6 +314,32 @@ mod tests {
         assert_eq!(got, want);
         let w = build(&s, 1 << 31).unwrap();
         assert_eq!(w.classes, ["pid.1201", "pid.1202"]);
+    }
+
+    #[test]
+    fn jitter_delays_each_issue_by_a_seeded_amount_below_it() {
+        let mut s = spec("sample.fiu.txt", TraceFormat::Fiu);
+        let t = trace::read_file(Path::new(&s.file), s.format, &ParseOptions::default()).unwrap();
+        let times = |seen: &Issues| {
+            let mut v: Vec<(u64, u64)> = seen.0.iter().map(|x| (x.2, x.1 .0)).collect();
+            v.sort_unstable();
+            v
+        };
+        // Without jitter, every seed replays the same times.
+        assert_eq!(times(&run_seed(&s, 0.5, 1).0), times(&run_seed(&s, 0.5, 2).0));
+        s.jitter_ms = 2.0;
+        let a = times(&run_seed(&s, 0.5, 1).0);
+        let b = times(&run_seed(&s, 0.5, 2).0);
+        assert_ne!(a, b, "two seeds jitter differently");
+        assert_eq!(a, times(&run_seed(&s, 0.5, 1).0), "one seed jitters the same way twice");
+        let mut recorded: Vec<(u64, u64)> = t.records.iter().map(|r| (r.sector, r.time_ns)).collect();
+        recorded.sort_unstable();
+        for ((sector, want), (got_sector, got)) in recorded.iter().zip(&a) {
+            assert_eq!(sector, got_sector);
+            assert!(*got >= *want && *got < want + 2_000_000, "issued at {got}, recorded {want}");
+        }
+        let err = build(&TraceSpec { jitter_ms: -1.0, ..s }, 1 << 31).err().unwrap().to_string();
+        assert!(err.contains("workload.jitter_ms"), "{err}");
     }
 
     #[test]

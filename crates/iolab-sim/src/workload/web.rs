@@ -566,7 +566,7 @@ mod tests {
         let spec = WebSpec { workers: 4, arrivals, duration_s: 30.0, cpu: ThinkSpec::Constant { ms: 0.2 }, ..small() };
         let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(2.0), ..DiskSpec::default() };
         let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
-        let ctx = crate::sched::SchedContext { position_cost: disk.position_cost() };
+        let ctx = crate::sched::SchedContext::new(disk.position_cost());
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let built = build(&spec, disk.capacity_sectors()).unwrap();
         let cfg =

@@ -36,6 +36,10 @@ impl Hz {
     pub fn hz(self) -> u32 {
         self.hz
     }
+    /// Nanoseconds per jiffy.
+    pub fn jiffy_ns(self) -> u64 {
+        self.jiffy_ns
+    }
     /// The value of `jiffies` at instant `t`.
     pub fn jiffies(self, t: SimTime) -> u64 {
         t.ns() / self.jiffy_ns
@@ -47,6 +51,10 @@ impl Hz {
     /// `msecs_to_jiffies`: a duration rounded up to whole jiffies.
     pub fn from_ns_ceil(self, ns: u64) -> u64 {
         ns.div_ceil(self.jiffy_ns)
+    }
+    /// `nsecs_to_jiffies`: a duration rounded down to whole jiffies.
+    pub fn from_ns_floor(self, ns: u64) -> u64 {
+        ns / self.jiffy_ns
     }
     /// Jiffies to ms as `(j * 1000) / HZ` (as_close_req's `delay`).
     pub fn to_ms(self, jiffies: u64) -> u64 {

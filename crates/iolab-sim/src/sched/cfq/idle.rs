@@ -67,21 +67,6 @@ impl Cfq {
         }
     }
 
-    /// Run an idle timer whose deadline passed unseen. The engine learns
-    /// of a timer only from [`Dispatch::IdleUntil`]; when the timer was
-    /// armed but `dispatch` handed out a request from the dispatch list
-    /// instead, no timer event was scheduled. The scheduler has not been
-    /// called since the deadline, so running the timer now, as of its
-    /// deadline, is what Linux's timer would have done. Every hook calls
-    /// this first.
-    ///
-    /// [`Dispatch::IdleUntil`]: crate::sched::Dispatch::IdleUntil
-    pub(super) fn run_overdue_timer(&mut self, now: SimTime) {
-        if let Some(at) = self.idle_timer.filter(|&at| at < now) {
-            self.idle_slice_timer(at);
-        }
-    }
-
     /// `cfq_idle_slice_timer`, fired at `at`: the slice is used up →
     /// expire; no other queue has requests → keep waiting (no new timer;
     /// the next request of any queue decides); the queue got a request →
@@ -375,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn a_timer_due_while_the_dispatch_list_drains_runs_at_the_next_hook() {
+    fn a_timer_armed_while_the_dispatch_list_drains_is_reported_to_the_engine() {
         let mut c = cfq();
         c.insert(read(2, 1, 500, ms(0)), ms(0));
         c.insert(read(0, 0, 900_000, ms(0)), ms(0));
@@ -390,16 +375,18 @@ mod tests {
         assert_eq!(c.active, Some(sync_queue(1)));
         c.completed(&first, ms(1));
         assert_eq!(c.idle_timer, Some(ms(9)), "armed with pid 0's requests still listed");
-        // The engine gets a request, so no timer event is scheduled.
+        // Dispatch hands out a listed request, not IdleUntil: the engine
+        // learns of the timer from `armed_timer` and calls `timer` at 9 ms.
         let second = take(&mut c, ms(1));
         assert_eq!(second.pid, 0);
+        assert_eq!(c.armed_timer(), Some(ms(9)));
         c.insert(read(3, 2, 70_000, ms(5)), ms(5));
-        assert_eq!(c.idle_timer, Some(ms(9)));
-        // The next hook after 9 ms runs the timer as of 9 ms: another
-        // queue is busy, so pid 1's slice ends.
-        c.completed(&second, ms(20));
-        assert_eq!(c.idle_timer, None);
+        assert_eq!(c.armed_timer(), Some(ms(9)));
+        c.timer(ms(9));
+        // Another queue is busy, so pid 1's slice ends at 9 ms.
+        assert_eq!(c.armed_timer(), None);
         assert_eq!(c.active, None);
+        c.completed(&second, ms(20));
         assert_eq!(take(&mut c, ms(20)).pid, 0);
         // A timer event for a deadline already handled is ignored.
         c.timer(ms(9));

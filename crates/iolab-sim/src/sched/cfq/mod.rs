@@ -328,7 +328,6 @@ impl Elevator for Cfq {
     /// `cfq_insert_request` (with `cfq_set_request` making the context and
     /// queue on first use).
     fn insert(&mut self, rq: Request, now: SimTime) {
-        self.run_overdue_timer(now);
         let pid = rq.pid;
         self.grow(pid);
         let ioc = &mut self.ioc[pid as usize];
@@ -348,7 +347,6 @@ impl Elevator for Cfq {
     /// `elv_next_request`: the head of the dispatch list, refilled by
     /// `cfq_dispatch_requests` when empty.
     fn dispatch(&mut self, now: SimTime) -> Dispatch {
-        self.run_overdue_timer(now);
         if self.dlist.len() == 0 {
             self.dispatch_requests(now);
         }
@@ -364,7 +362,6 @@ impl Elevator for Cfq {
 
     /// `cfq_completed_request`.
     fn completed(&mut self, rq: &Request, now: SimTime) {
-        self.run_overdue_timer(now);
         let sync = rq_is_sync(rq);
         let id = self.queue_of(rq.pid, sync);
         self.rq_in_driver -= 1;
@@ -391,10 +388,15 @@ impl Elevator for Cfq {
         self.timer_due(now);
     }
 
+    /// `idle_slice_timer`, armed by `cfq_arm_slice_timer` (`mod_timer`)
+    /// and cancelled by `cfq_clear_cfqq_wait_request`/`del_timer`.
+    fn armed_timer(&self) -> Option<SimTime> {
+        self.idle_timer
+    }
+
     /// `cfq_exit_io_context`: the task is gone; a queue of it that is
     /// active loses its slice (`cfq_exit_cfqq`).
-    fn exit_process(&mut self, pid: ProcessId, now: SimTime) {
-        self.run_overdue_timer(now);
+    fn exit_process(&mut self, pid: ProcessId, _now: SimTime) {
         let Some(ioc) = self.ioc.get_mut(pid as usize) else { return };
         if !ioc.seen {
             return;

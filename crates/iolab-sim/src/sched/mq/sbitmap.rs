@@ -1,0 +1,214 @@
+//! The scalable bitmap that blk-mq draws its tags from and Kyber its
+//! domain tokens (lib/sbitmap.c, include/linux/sbitmap.h, 6.1).
+//!
+//! Bits are split into words of `1 << shift` bits. An allocation starts
+//! at the word holding the allocation hint and takes the lowest free bit
+//! of the first word that has one; a *shallow* allocation (what an
+//! elevator's `limit_depth` asks for) may use only the first
+//! `shallow_depth` bits of each word. Linux keeps a hint per CPU, started
+//! at a random bit; the simulator has one CPU and starts it at bit 0.
+
+/// `sbitmap` with one CPU's allocation hint.
+#[derive(Clone, Debug)]
+pub struct Sbitmap {
+    depth: u32,
+    shift: u32,
+    words: Vec<u64>,
+    hint: u32,
+}
+
+/// `sbitmap_calculate_shift`: 64-bit words, made smaller so that a small
+/// map still spreads over at least 4 words; maps under 4 bits keep 64.
+pub fn calculate_shift(depth: u32) -> u32 {
+    let mut shift = 6; // ilog2(BITS_PER_LONG)
+    if depth >= 4 {
+        while (4u32 << shift) > depth {
+            shift -= 1;
+        }
+    }
+    shift
+}
+
+impl Sbitmap {
+    /// `sbitmap_init_node` with `shift = -1` (computed from the depth).
+    pub fn new(depth: u32) -> Sbitmap {
+        let shift = calculate_shift(depth);
+        let words = (depth as usize).div_ceil(1 << shift).max(1);
+        Sbitmap { depth, shift, words: vec![0; words], hint: 0 }
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Bits per word (`1 << sb->shift`).
+    pub fn bits_per_word(&self) -> u32 {
+        1 << self.shift
+    }
+
+    fn map_nr(&self) -> usize {
+        (self.depth as usize).div_ceil(1 << self.shift).max(1)
+    }
+
+    /// `__map_depth`: bits of word `index` inside the depth.
+    fn map_depth(&self, index: usize) -> u32 {
+        if index == self.map_nr() - 1 {
+            self.depth - ((index as u32) << self.shift)
+        } else {
+            1 << self.shift
+        }
+    }
+
+    /// `__sbitmap_get_word`: the lowest clear bit below `depth` from
+    /// `hint`, wrapping to 0 once when `wrap` and the hint is not 0.
+    fn get_word(word: &mut u64, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
+        let find = |from: u32| (from..depth).find(|&b| *word & (1u64 << b) == 0);
+        let nr = find(hint).or_else(|| if wrap && hint > 0 { find(0) } else { None })?;
+        *word |= 1u64 << nr;
+        Some(nr)
+    }
+
+    /// `sbitmap_get` (`shallow` = None) or `sbitmap_get_shallow`.
+    pub fn get(&mut self, shallow: Option<u32>) -> Option<u32> {
+        if self.depth == 0 {
+            return None;
+        }
+        // update_alloc_hint_before_get: a hint past the depth restarts.
+        if self.hint >= self.depth {
+            self.hint = 0;
+        }
+        let hint = self.hint;
+        let mut index = (hint >> self.shift) as usize;
+        // Plain gets start each word at bit 0 (not round robin);
+        // shallow gets start the first word at the hint's bit.
+        let mut bit = if shallow.is_some() { hint & ((1 << self.shift) - 1) } else { 0 };
+        let wrap = true;
+        let mut got = None;
+        for _ in 0..self.map_nr() {
+            let depth = match shallow {
+                Some(s) => self.map_depth(index).min(s),
+                None => self.map_depth(index),
+            };
+            if let Some(nr) = Self::get_word(&mut self.words[index], depth, bit, wrap) {
+                got = Some(nr + ((index as u32) << self.shift));
+                break;
+            }
+            bit = 0;
+            index += 1;
+            if index >= self.map_nr() {
+                index = 0;
+            }
+        }
+        // update_alloc_hint_after_get.
+        match got {
+            None => self.hint = 0,
+            Some(nr) if nr == hint => {
+                self.hint = nr + 1;
+                if self.hint >= self.depth.saturating_sub(1) {
+                    self.hint = 0;
+                }
+            }
+            Some(_) => {}
+        }
+        got
+    }
+
+    /// `sbitmap_queue_clear`: free `nr`; it becomes the hint
+    /// (`sbitmap_update_cpu_hint`) if inside the depth.
+    pub fn clear(&mut self, nr: u32) {
+        let index = (nr >> self.shift) as usize;
+        if let Some(w) = self.words.get_mut(index) {
+            *w &= !(1u64 << (nr & ((1 << self.shift) - 1)));
+        }
+        if nr < self.depth {
+            self.hint = nr;
+        }
+    }
+
+    /// `sbitmap_resize` (what `sbitmap_queue_resize` does to the map):
+    /// bits in use above the new depth stay set until cleared.
+    pub fn resize(&mut self, depth: u32) {
+        let need = (depth as usize).div_ceil(1 << self.shift).max(1);
+        if need > self.words.len() {
+            self.words.resize(need, 0);
+        }
+        self.depth = depth;
+    }
+
+    /// Bits set (in use), inside or outside the depth.
+    pub fn weight(&self) -> u32 {
+        self.words.iter().map(|w| w.count_ones()).sum()
+    }
+
+    /// `sbq_calc_wake_batch`'s usable depth for allocations limited to
+    /// `shallow` bits per word: what a shallow allocator can hold at most.
+    pub fn shallow_capacity(&self, shallow: u32) -> u32 {
+        let bpw = 1u32 << self.shift;
+        let s = shallow.min(bpw);
+        (self.depth >> self.shift) * s + (self.depth & (bpw - 1)).min(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shift_spreads_small_maps_over_four_words() {
+        assert_eq!(calculate_shift(2), 6, "under 4 bits: one 64-bit word");
+        assert_eq!(calculate_shift(4), 0);
+        assert_eq!(calculate_shift(64), 4);
+        assert_eq!(calculate_shift(128), 5);
+        assert_eq!(calculate_shift(256), 6);
+        assert_eq!(calculate_shift(2048), 6);
+    }
+
+    #[test]
+    fn gets_lowest_free_bits_and_fails_when_full() {
+        let mut sb = Sbitmap::new(8); // shift 1: 4 words of 2 bits
+        let got: Vec<_> = (0..8).map(|_| sb.get(None).unwrap()).collect();
+        let mut sorted = got.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..8).collect::<Vec<_>>());
+        assert_eq!(sb.get(None), None);
+        assert_eq!(sb.weight(), 8);
+        sb.clear(5);
+        assert_eq!(sb.get(None), Some(5), "the freed bit is the hint");
+    }
+
+    #[test]
+    fn shallow_gets_use_only_the_low_bits_of_each_word() {
+        // 16 bits: shift 2, 4 words of 4; shallow 3 → 12 usable bits.
+        let mut sb = Sbitmap::new(16);
+        assert_eq!(sb.shallow_capacity(3), 12);
+        let mut n = 0;
+        while let Some(b) = sb.get(Some(3)) {
+            assert_ne!(b & 3, 3, "bit {b} is the 4th of its word");
+            n += 1;
+        }
+        assert_eq!(n, 12);
+        // The 4th bit of each word is left for unlimited allocations.
+        for _ in 0..4 {
+            assert_eq!(sb.get(None).map(|b| b & 3), Some(3));
+        }
+        assert_eq!(sb.get(None), None);
+    }
+
+    #[test]
+    fn resize_down_keeps_bits_in_use_until_cleared() {
+        let mut sb = Sbitmap::new(16);
+        for _ in 0..16 {
+            sb.get(None).unwrap();
+        }
+        sb.resize(4);
+        for b in 4..16 {
+            sb.clear(b);
+        }
+        assert_eq!(sb.get(None), None, "bits 0..4 are still in use");
+        sb.clear(2);
+        assert_eq!(sb.get(None), Some(2));
+        sb.resize(16);
+        assert_eq!(sb.weight(), 4);
+        assert!(sb.get(None).is_some());
+    }
+}
