@@ -7,7 +7,8 @@ on the message is *acknowledged* and will be delivered at least once, even
 after a crash. Consumers take messages with :meth:`FastQueue.dequeue` or
 :meth:`FastQueue.dequeue_batch` and then :meth:`FastQueue.ack` them (deleted)
 or :meth:`FastQueue.nack` them (retried later, then dead-lettered). A message
-delivered but not acknowledged is delivered again after a restart.
+delivered but not acknowledged is delivered again after a restart, or after
+its visibility timeout if one is set.
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as d, FastQueue(d) as q:
@@ -69,6 +70,19 @@ def _messages(raw: Iterable[tuple]) -> list[Message]:
     return [Message(*m) for m in raw]
 
 
+_U64 = 2**64 - 1
+
+
+def _count(name: str, value: int, limit: int = _U64) -> int:
+    """``value`` if it is an integer from 0 to ``limit``; else a clear error
+    naming the argument (instead of the native layer's OverflowError)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an integer, got {value!r}")
+    if not 0 <= value <= limit:
+        raise ValueError(f"{name}: {value} is out of range (0 to {limit})")
+    return value
+
+
 class FastQueue:
     """A durable disk message queue in directory ``path`` (created if absent).
 
@@ -86,9 +100,14 @@ class FastQueue:
             ``fdatasync``; ``"os"``: after the write only, so a power loss
             may lose the last messages (a process crash does not).
         prefetch_bytes: size of the consumers' read-ahead buffer.
-        max_attempts: a message nacked this many times goes to the
-            dead-letter queue.
+        max_attempts: a message that failed this many times (``nack`` calls
+            and visibility timeouts) goes to the dead-letter queue.
         spare_segments: free segments kept ready in the background.
+        visibility_timeout: seconds a dequeued message may stay neither
+            acknowledged nor given back before it is delivered again (and
+            the timeout counts as a failed attempt); ``None`` (default): no
+            timeout, a delivered message stays in flight until ``ack``,
+            ``nack`` or the next open.
     """
 
     def __init__(
@@ -96,23 +115,25 @@ class FastQueue:
         path: PathLike,
         *,
         segment_size: int = 64 << 20,
-        batch_bytes: int = 1 << 20,
+        batch_bytes: int = 8 << 20,
         batch_delay: float = 0.001,
         durability: Literal["sync", "os"] = "sync",
         prefetch_bytes: int = 1 << 20,
         max_attempts: int = 5,
         spare_segments: int = 1,
+        visibility_timeout: Optional[float] = None,
     ) -> None:
         self.path = os.fspath(path)
         self._q = _iolab.FastQueue(
             self.path,
-            segment_size,
-            batch_bytes,
+            _count("segment_size", segment_size),
+            _count("batch_bytes", batch_bytes),
             batch_delay,
             durability,
-            prefetch_bytes,
-            max_attempts,
-            spare_segments,
+            _count("prefetch_bytes", prefetch_bytes),
+            _count("max_attempts", max_attempts, 2**32 - 1),
+            _count("spare_segments", spare_segments),
+            visibility_timeout,
         )
 
     def enqueue(self, payload: bytes) -> int:
@@ -123,39 +144,58 @@ class FastQueue:
         """Closes the open batch now; with ``durability="os"`` also syncs."""
         self._q.flush()
 
-    def dequeue(self, timeout: Optional[float] = None) -> Optional[Message]:
-        """Takes the next message (due retries first), or ``None``.
+    def dequeue(self, timeout: Optional[float] = None, visibility: Optional[float] = None) -> Optional[Message]:
+        """Takes the next message (expired deliveries first, then due
+        retries, then the main queue), or ``None``.
 
         With ``timeout`` (seconds), waits that long for one to arrive.
+        ``visibility`` (seconds) overrides the queue's visibility timeout for
+        this delivery (``0``: none).
         """
-        got = self.dequeue_batch(1, timeout)
+        got = self.dequeue_batch(1, timeout, visibility)
         return got[0] if got else None
 
-    def dequeue_batch(self, n: int, timeout: Optional[float] = None) -> list[Message]:
-        """Takes up to ``n`` messages, read with one large read where adjacent."""
-        return _messages(self._q.dequeue_batch(n, timeout))
+    def dequeue_batch(
+        self, n: int, timeout: Optional[float] = None, visibility: Optional[float] = None
+    ) -> list[Message]:
+        """Takes up to ``n`` messages, read with one large read where adjacent
+        (``timeout`` and ``visibility`` as in :meth:`dequeue`)."""
+        return _messages(self._q.dequeue_batch(_count("n", n), timeout, visibility))
+
+    def extend_visibility(self, id: int, seconds: float) -> None:
+        """Gives an in-flight delivery ``seconds`` more from now before it is
+        delivered again."""
+        self._q.extend_visibility(_count("id", id), seconds)
 
     def dequeue_dead(self, n: int) -> list[Message]:
         """Takes up to ``n`` messages from the dead-letter queue."""
-        return _messages(self._q.dequeue_dead(n))
+        return _messages(self._q.dequeue_dead(_count("n", n)))
 
     def ack(self, id: int) -> None:
-        """Deletes a delivered message; returns when that is durable."""
-        self._q.ack_many([id])
+        """Deletes a delivered message; returns when that is durable.
+
+        ``ack`` and :meth:`nack` accept the same ids: a message handed out by
+        a dequeue since the queue was opened and not yet acknowledged or
+        given back (a late ``ack`` after its visibility timeout still
+        counts). A message never dequeued, or an unknown id, raises
+        ``ValueError`` and changes nothing."""
+        self._q.ack_many([_count("id", id)])
 
     def ack_many(self, ids: Iterable[int]) -> None:
-        """Deletes several messages with one wait."""
-        self._q.ack_many(list(ids))
+        """Deletes several messages with one wait (none if one is refused)."""
+        self._q.ack_many([_count("id", i) for i in ids])
 
     def nack(self, id: int, delay: float = 0.0) -> Kind:
-        """Gives a message back: retried after ``delay`` seconds with its
-        attempt count increased, or dead-lettered after ``max_attempts``.
-        Returns the queue it went to (``"retry"`` or ``"dead"``)."""
-        return self._q.nack(id, delay)
+        """Gives a delivered message back: retried after ``delay`` seconds with
+        its attempt count increased, or dead-lettered after ``max_attempts``.
+        Returns the queue it went to (``"retry"`` or ``"dead"``). Accepts the
+        same ids as :meth:`ack`."""
+        return self._q.nack(_count("id", id), delay)
 
     def reserve_segments(self, count: int) -> None:
-        """Creates free segments until ``count`` are ready."""
-        self._q.reserve_segments(count)
+        """Creates free segments until ``count`` are ready (refused if they do
+        not fit in the file system's free space)."""
+        self._q.reserve_segments(_count("count", count))
 
     def stats(self) -> dict[str, object]:
         """Counters (ready, retry, dead, in_flight, segments, syncs...) and what

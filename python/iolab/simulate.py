@@ -106,6 +106,10 @@ class RunStore:
     def __len__(self) -> int:
         return len(self._where)
 
+    def close(self) -> None:
+        """Drop the spooled runs (the temporary file goes with them)."""
+        self._file.close()
+
     def summaries(self) -> list[dict[str, Any]]:
         return [self._slim[j] for j in sorted(self._slim)]
 

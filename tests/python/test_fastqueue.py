@@ -194,11 +194,15 @@ def test_second_process_gets_a_clear_error(tmp_path: Path) -> None:
 
 def test_cli_bench_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["queue", "bench", "--dir", str(tmp_path), "--sizes", "256", "--producers", "2"]
-    argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message,device"]
+    argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message,device,fio"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for peer in ("fastqueue", "file-per-message", "device"):
+    for peer in ("fastqueue", "file-per-message", "device", "fio"):
         assert peer in out
+    # The fio row comes first in its group: the later rows show their share.
+    fq = next(line for line in out.splitlines() if " fastqueue " in line)
+    assert fq.rstrip().endswith("%"), fq
+    assert "sync p50" in out and "load" in out
     assert main(["queue", "bench", "--peers", "nosuch"]) == 2
 
 
@@ -210,3 +214,234 @@ def test_file_per_message_baseline(tmp_path: Path) -> None:
         q.ack(m.id)
     with FilePerMessageQueue(tmp_path) as q:
         assert [m.id for m in q.dequeue_batch(10)] == ids[1:]
+
+
+# --- issue 11, part 4: the queue used by a hostile user -------------------
+
+ISSUE = dict(segment_size=65536, batch_delay=0.0)
+
+
+def _issue_queue(path: Path) -> list[int]:
+    """The issue's queue: 200 messages of 1,000 bytes, 64 KiB segments."""
+    with FastQueue(path, **ISSUE) as q:
+        return [q.enqueue(bytes([i % 251]) * 1000) for i in range(200)]
+
+
+def _seg(path: Path, n: int) -> Path:
+    return path / f"seg-{n:016x}.fq"
+
+
+def _ids(path: Path) -> set[int]:
+    with FastQueue(path, **ISSUE) as q:
+        return {m.id for m in q.dequeue_batch(1000)}
+
+
+def test_cli_repair_of_a_segment_cut_to_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = _issue_queue(tmp_path)
+    os.truncate(_seg(tmp_path, 2), 0)
+    assert main(["queue", "check", str(tmp_path)]) == 1
+    assert main(["queue", "repair", "--yes", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "message ids 58 to 114" in out and "Traceback" not in out
+    # A second repair has nothing to do; the queue opens with the rest.
+    assert main(["queue", "repair", "--yes", str(tmp_path)]) == 0
+    assert "no problem to repair" in capsys.readouterr().out
+    assert main(["queue", "check", str(tmp_path)]) == 0
+    assert _ids(tmp_path) == set(ids[:57] + ids[114:])
+
+
+def test_cli_check_fails_on_a_cut_tail_and_a_deleted_segment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _issue_queue(a)
+    os.truncate(_seg(a, 4), 32768)
+    assert main(["queue", "check", str(a)]) == 1
+    out = capsys.readouterr().out
+    assert "cut short" in out and "records were lost" in out and "\nok" not in out
+    _issue_queue(b)
+    os.remove(_seg(b, 2))
+    assert main(["queue", "check", str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "missing" in out and "message ids 58 to 114" in out
+
+
+def test_cli_repair_of_swapped_names_keeps_every_message(tmp_path: Path) -> None:
+    ids = _issue_queue(tmp_path)
+    os.rename(_seg(tmp_path, 2), tmp_path / "x")
+    os.rename(_seg(tmp_path, 3), _seg(tmp_path, 2))
+    os.rename(tmp_path / "x", _seg(tmp_path, 3))
+    assert main(["queue", "repair", "--yes", str(tmp_path)]) == 0
+    assert not glob.glob(str(tmp_path / "quarantine-*"))
+    assert _ids(tmp_path) == set(ids)
+
+
+def test_a_segment_file_of_the_wrong_size_is_a_clear_error(tmp_path: Path) -> None:
+    _issue_queue(tmp_path)
+    os.truncate(_seg(tmp_path, 1), 100_000)
+    with pytest.raises(QueueCorruptError, match="100000 bytes but its header says 65536"):
+        FastQueue(tmp_path, **ISSUE)
+
+
+def test_ack_and_nack_agree_on_a_never_dequeued_id(tmp_path: Path) -> None:
+    with FastQueue(tmp_path, **SMALL) as q:
+        mid = q.enqueue(b"waiting")
+        for call in (q.ack, q.nack):
+            with pytest.raises(ValueError, match="was not delivered"):
+                call(mid)
+        assert len(q) == 1 and q.stats()["ready"] == 1
+        m = q.dequeue()
+        assert m is not None and q.nack(m.id) == "retry"
+
+
+def test_visibility_timeout(tmp_path: Path) -> None:
+    with FastQueue(tmp_path, visibility_timeout=0.05, **SMALL) as q:
+        mid = q.enqueue(b"slow")
+        first = q.dequeue()
+        assert first is not None and first.id == mid
+        again = q.dequeue(timeout=10)
+        assert again is not None and (again.id, again.attempts) == (mid, 1)
+        q.extend_visibility(mid, 60)
+        assert q.dequeue(timeout=0.2) is None
+        q.ack(mid)
+        assert q.stats()["expired"] == 1
+        # Per call: 0 turns the timeout off for that delivery.
+        q.enqueue(b"x")
+        assert q.dequeue(visibility=0) is not None
+        assert q.dequeue(timeout=0.2) is None
+    with pytest.raises(ValueError, match="visibility_timeout"):
+        FastQueue(tmp_path, visibility_timeout=-1.0)
+
+
+def test_enqueue_in_a_fork_child_fails_clearly(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    q = FastQueue(tmp_path, **SMALL)
+    q.enqueue(b"parent")
+    pid = os.fork()
+    if pid == 0:  # the child: must not hang, must say why
+        code = 1
+        try:
+            q.enqueue(b"child")
+        except QueueError as e:
+            code = 3 if "fork() child" in str(e) else 2
+        except BaseException:
+            code = 4
+        os._exit(code)
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("enqueue in a fork() child hung")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 3
+    # The parent's queue still works.
+    q.enqueue(b"parent again")
+    assert len(q) == 2
+    q.close()
+
+
+def test_enqueue_into_a_deleted_directory_fails(tmp_path: Path) -> None:
+    import shutil
+
+    # No spare segments: the background allocator would race with rmtree.
+    q = FastQueue(tmp_path / "q", spare_segments=0, **SMALL)
+    q.enqueue(b"before")
+    shutil.rmtree(tmp_path / "q")
+    with pytest.raises(QueueError, match="deleted while the queue was open"):
+        q.enqueue(b"after")
+    # The queue stopped: close says why.
+    with pytest.raises(QueueError, match="deleted"):
+        q.close()
+
+
+def test_bad_arguments_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="empty path"):
+        FastQueue("")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="spare_segments"):
+        FastQueue(tmp_path / "q", spare_segments=10**9)
+    with pytest.raises(ValueError, match="segment_size"):
+        FastQueue(tmp_path / "q", segment_size=-1)
+    with pytest.raises(ValueError, match="spare_segments"):
+        FastQueue(tmp_path / "q", spare_segments=10**30)
+    with FastQueue(tmp_path / "q", **SMALL) as q:
+        with pytest.raises(ValueError, match="count"):
+            q.reserve_segments(10**12)
+        with pytest.raises(ValueError, match="count"):
+            q.reserve_segments(-5)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--seconds", "nan"], "--seconds"),
+        (["--seconds", "inf"], "--seconds"),
+        (["--seconds", "-1"], "--seconds"),
+        (["--sizes", "999999999999"], "--sizes"),
+        (["--producers", "100000"], "--producers"),
+        (["--max-mib", "99999999999"], "--max-mib"),
+        (["--batch-delay", "nan"], "--batch-delay"),
+        (["--recovery-mib", "-3"], "--recovery-mib"),
+    ],
+)
+def test_cli_bench_refuses_absurd_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["queue", "bench", "--dir", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_native_bench_refuses_absurd_cases(tmp_path: Path) -> None:
+    from iolab import _iolab
+
+    with pytest.raises(ValueError, match="seconds"):
+        _iolab.fastqueue_bench("fastqueue", 256, 1, float("nan"), 1 << 20, str(tmp_path), 0.001)
+    with pytest.raises(ValueError, match="size"):
+        _iolab.fastqueue_bench("fastqueue", 999999999999, 1, 1.0, 1 << 20, str(tmp_path), 0.001)
+    with pytest.raises(ValueError, match="producers"):
+        _iolab.fastqueue_bench("fastqueue", 256, 100000, 1.0, 1 << 20, str(tmp_path), 0.001)
+
+
+def _read_only_bind(src: Path, dst: Path) -> bool:
+    """A read-only bind mount of ``src`` at ``dst`` (root only)."""
+    import subprocess
+
+    dst.mkdir()
+    if os.geteuid() != 0:
+        return False
+    ok = subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True).returncode == 0
+    if ok and subprocess.run(["mount", "-o", "remount,bind,ro", str(dst)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", str(dst)])
+        ok = False
+    return ok
+
+
+def test_check_on_a_read_only_file_system(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    src, ro = tmp_path / "q", tmp_path / "ro"
+    with FastQueue(src, **SMALL) as q:
+        for i in range(30):
+            q.enqueue(b"m%d" % i)
+    os.remove(src / "LOCK")
+    if not _read_only_bind(src, ro):
+        if os.environ.get("CI"):
+            pytest.fail("needs root to mount a read-only bind mount (CI runs as root)")
+        pytest.skip("needs root (a read-only bind mount)")
+    try:
+        with pytest.raises(OSError):
+            (ro / "probe").write_text("x")
+        assert main(["queue", "check", str(ro)]) == 0
+        out = capsys.readouterr().out
+        assert "30 live messages" in out and out.rstrip().endswith("ok")
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)

@@ -44,6 +44,40 @@ pub struct Case {
     pub batch_delay: Duration,
 }
 
+/// Most producer threads a case may start.
+pub const MAX_PRODUCERS: usize = 1024;
+/// Longest writing time of a case, seconds.
+pub const MAX_SECONDS: f64 = 3600.0;
+/// Largest message: the largest payload of a default (64 MiB) segment.
+pub const MAX_SIZE: usize = (64 << 20) - 4096 - 64;
+/// Most bytes a case may write (64 GiB).
+pub const MAX_BYTES: u64 = 64 << 30;
+
+impl Case {
+    /// Checks every field; the message names the field and its limit.
+    pub fn validate(&self) -> Result<(), String> {
+        if !PEERS.contains(&self.peer.as_str()) {
+            return Err(format!("peer: unknown peer '{}'; expected one of: {}", self.peer, PEERS.join(", ")));
+        }
+        if self.size == 0 || self.size > MAX_SIZE {
+            return Err(format!("size: {} is not between 1 and {MAX_SIZE} bytes", self.size));
+        }
+        if self.producers == 0 || self.producers > MAX_PRODUCERS {
+            return Err(format!("producers: {} is not between 1 and {MAX_PRODUCERS}", self.producers));
+        }
+        if !(self.seconds > 0.0 && self.seconds <= MAX_SECONDS) {
+            return Err(format!("seconds: {} is not a number of seconds above 0 and at most {MAX_SECONDS}", self.seconds));
+        }
+        if self.max_bytes == 0 || self.max_bytes > MAX_BYTES {
+            return Err(format!("max_bytes: {} is not between 1 and {MAX_BYTES}", self.max_bytes));
+        }
+        if self.batch_delay > Duration::from_secs(10) {
+            return Err(format!("batch_delay: {:?} is more than 10 s", self.batch_delay));
+        }
+        Ok(())
+    }
+}
+
 /// What one case measured.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -61,6 +95,11 @@ pub struct Outcome {
     pub p99_us: f64,
     /// Messages per second read back and deleted (0: not measured).
     pub read_msgs_per_s: f64,
+    /// FastQueue only: median and 99th percentile of its own `fdatasync`
+    /// calls during the case, microseconds (0 for the others).
+    pub sync_p50_us: f64,
+    /// See `sync_p50_us`.
+    pub sync_p99_us: f64,
 }
 
 /// A store under test.
@@ -68,6 +107,10 @@ trait Store: Sync {
     fn put(&self, payload: &[u8]) -> Result<(), String>;
     /// Reads and deletes everything; returns the count.
     fn drain(&self) -> Result<u64, String>;
+    /// Latency of the store's own syncs (p50, p99 us), where it knows.
+    fn sync_latency(&self) -> (f64, f64) {
+        (0.0, 0.0)
+    }
 }
 
 struct Fq(FastQueue);
@@ -87,6 +130,10 @@ impl Store for Fq {
             let ids: Vec<u64> = batch.iter().map(|m| m.id).collect();
             self.0.ack_many(&ids).map_err(|e| e.to_string())?;
         }
+    }
+    fn sync_latency(&self) -> (f64, f64) {
+        let s = self.0.stats();
+        (s.sync_p50_us, s.sync_p99_us)
     }
 }
 
@@ -287,13 +334,7 @@ fn device(case: &Case) -> Result<Outcome, String> {
     use std::os::unix::fs::FileExt;
     let path = case.dir.join("device.bin");
     let total = case.max_bytes.max(1 << 20).next_multiple_of(1 << 20);
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| e.to_string())?;
+    let f = scratch_file(&path)?;
     let chunk = vec![0x5Au8; 1 << 20];
     let mut at = 0;
     while at < total {
@@ -324,11 +365,25 @@ fn device(case: &Case) -> Result<Outcome, String> {
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: 0.0,
+        sync_p50_us: 0.0,
+        sync_p99_us: 0.0,
     })
+}
+
+/// An empty file to write into (created, or truncated).
+fn scratch_file(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Runs one case. The directory is emptied afterwards.
 pub fn run(case: &Case) -> Result<Outcome, String> {
+    case.validate()?;
     let _ = std::fs::remove_dir_all(&case.dir);
     std::fs::create_dir_all(&case.dir).map_err(|e| format!("{}: {e}", case.dir.display()))?;
     let result = run_in(case);
@@ -360,6 +415,7 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         other => return Err(format!("unknown peer '{other}'; expected one of: {}", PEERS.join(", "))),
     };
     let (messages, secs, lat) = produce(&*store, case)?;
+    let (sync_p50_us, sync_p99_us) = store.sync_latency();
     let t0 = Instant::now();
     let read = store.drain()?;
     let read_secs = t0.elapsed().as_secs_f64();
@@ -374,7 +430,39 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: if read_secs > 0.0 { read as f64 / read_secs } else { 0.0 },
+        sync_p50_us,
+        sync_p99_us,
     })
+}
+
+/// What one sync costs here and now: `count` rounds of a 4 KiB write into
+/// a preallocated file and its `fdatasync`, in `dir`; returns the p50 and
+/// p99 latency in microseconds. The benchmark takes it at the start of
+/// each group of cases, as the "one sync" of the latency goal.
+pub fn sync_probe(dir: &Path, count: usize) -> Result<(f64, f64), String> {
+    use std::os::unix::fs::FileExt;
+    if count == 0 || count > 100_000 {
+        return Err(format!("count: {count} is not between 1 and 100000"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("sync-probe.bin");
+    let f = scratch_file(&path)?;
+    let block = vec![0x3Cu8; 4096];
+    let slots = 256u64;
+    for i in 0..slots {
+        f.write_all_at(&block, i * 4096).map_err(|e| e.to_string())?;
+    }
+    f.sync_all().map_err(|e| e.to_string())?;
+    let mut lat = Vec::with_capacity(count);
+    for i in 0..count as u64 {
+        let t0 = Instant::now();
+        f.write_all_at(&block, (i % slots) * 4096).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        lat.push(t0.elapsed().as_nanos() as u64);
+    }
+    let _ = std::fs::remove_file(&path);
+    lat.sort_unstable();
+    Ok((percentile(&lat, 0.5), percentile(&lat, 0.99)))
 }
 
 /// What [`recovery`] measured.

@@ -58,6 +58,30 @@ pub enum Error {
         /// The id given.
         id: u64,
     },
+    /// `ack`/`nack` of a message that was never handed out by a dequeue
+    /// (since the queue was opened, or since its last `nack`).
+    #[error("fastqueue: message {id} was not delivered: dequeue it before acknowledging it or giving it back")]
+    NotDelivered {
+        /// The id given.
+        id: u64,
+    },
+    /// `extend_visibility` of a message that is not in flight.
+    #[error("fastqueue: message {id} is not in flight (not dequeued, or its visibility timeout already ran out)")]
+    NotInFlight {
+        /// The id given.
+        id: u64,
+    },
+    /// A call in a `fork()` child on a queue its parent opened: the queue's
+    /// threads and lock belong to the parent.
+    #[error("fastqueue: {dir}: the queue was opened by process {owner} and this is process {pid} (a fork() child): open the queue in the child itself, after the parent has closed it")]
+    Forked {
+        /// The queue directory.
+        dir: PathBuf,
+        /// The process that opened it.
+        owner: u32,
+        /// This process.
+        pid: u32,
+    },
     /// An earlier write or sync failed; the queue stops accepting work
     /// because the state of the disk is unknown. Reopen it to recover.
     #[error("fastqueue: {dir}: queue stopped after an I/O error ({cause}); reopen it to recover")]

@@ -13,6 +13,10 @@ pub const SEGMENT_HEADER_LEN: u64 = 4096;
 pub const RECORD_HEADER_LEN: usize = 64;
 /// Records start at multiples of this.
 pub const RECORD_ALIGN: usize = 8;
+/// Most batches the writer has written and not yet synced at any time
+/// (it writes a batch while the previous one's sync runs). After a crash
+/// the last this-many batches of the newest segment may be incomplete.
+pub const PIPELINE_DEPTH: usize = 2;
 /// First bytes of a record.
 pub const RECORD_MAGIC: [u8; 4] = *b"FQRC";
 /// First bytes of a segment.

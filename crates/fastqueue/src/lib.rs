@@ -33,49 +33,58 @@
 mod baseline;
 #[cfg(feature = "bench")]
 pub mod bench;
+pub mod clock;
 mod error;
 pub mod format;
+pub mod manifest;
 mod queue;
+mod repair;
 mod scan;
 pub mod sim;
 mod storage;
 
 pub use baseline::FilePerMessageQueue;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use format::QueueKind;
-pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats};
-pub use scan::{CheckReport, Problem, ProblemKind, RepairReport, TornTail};
+pub use queue::{Config, Durability, FastQueue, Message, OpenReport, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
+pub use repair::{CheckReport, RepairReport};
+pub use scan::{Problem, ProblemKind, TornTail};
 pub use storage::{read_full, DirStorage, Storage, StorageFile};
 
 use std::path::Path;
 
 /// Reads the whole queue in `dir` and reports its state and every
-/// problem, changing nothing. Fails with [`Error::Locked`] if the queue is
-/// open.
+/// problem, changing nothing: files are opened read-only and the lock is
+/// taken shared, so it works on a read-only file system. Fails with
+/// [`Error::Locked`] if the queue is open.
 pub fn check(dir: &Path) -> Result<CheckReport> {
-    let storage = locked(dir)?;
-    scan::check(&storage)
+    let storage = locked(dir, true)?;
+    repair::check(&storage)
 }
 
 /// Mends what [`check()`] reports, keeping every valid record (see
-/// [`scan::repair`](RepairReport)). Run it only with the user's consent:
-/// damaged bytes are moved aside into `quarantine-*.bin` files.
+/// [`RepairReport`] and `repair_storage`). Run it only with the user's
+/// consent: damaged bytes are moved aside into `quarantine-*.bin` files.
 pub fn repair(dir: &Path) -> Result<RepairReport> {
-    let storage = locked(dir)?;
-    scan::repair(&storage)
+    let storage = locked(dir, false)?;
+    repair::repair(&storage)
 }
 
 /// [`check()`] on any storage (the queue must not be open on it).
 pub fn check_storage(storage: &dyn Storage) -> Result<CheckReport> {
-    scan::check(storage)
+    repair::check(storage)
 }
 
 /// [`repair()`] on any storage (the queue must not be open on it).
 pub fn repair_storage(storage: &dyn Storage) -> Result<RepairReport> {
-    scan::repair(storage)
+    repair::repair(storage)
 }
 
-fn locked(dir: &Path) -> Result<DirStorage> {
+fn locked(dir: &Path, shared: bool) -> Result<DirStorage> {
+    if dir.as_os_str().is_empty() {
+        return Err(Error::invalid("path", "the queue directory is an empty path"));
+    }
     if !dir.is_dir() {
         return Err(Error::io(
             dir,
@@ -84,7 +93,8 @@ fn locked(dir: &Path) -> Result<DirStorage> {
         ));
     }
     let storage = DirStorage::new(dir).map_err(|e| Error::io(dir, "open", e))?;
-    match storage.try_lock() {
+    let locked = if shared { storage.try_lock_shared() } else { storage.try_lock() };
+    match locked {
         Ok(true) => Ok(storage),
         Ok(false) => Err(Error::Locked { path: dir.to_path_buf() }),
         Err(e) => Err(Error::io(dir.join("LOCK"), "lock", e)),

@@ -2,26 +2,35 @@
 //! Index Node table on open, `check` and `repair`.
 //!
 //! Called from `FastQueue::open_with()` (mode [`ScanMode::Open`]),
-//! [`check()`] and [`repair()`] (mode [`ScanMode::Check`]).
+//! `check()` and `repair()` (mode [`ScanMode::Check`], in `repair.rs`).
 //!
 //! How the end of the log is told apart from damage. Records are written
-//! in batches, one write call each, and a batch is written only after the
-//! previous one was synced; the last record of each batch carries
-//! `FLAG_BATCH_END`, and batch numbers only grow. So after a crash only the
-//! last batch can be incomplete. When the scan of a segment stops (zero
-//! bytes, a record of an older generation, or a bad record), the rest of
-//! the log is searched for valid records: any record of a later batch
-//! proves the stop is damage in the middle, an error naming segment and
-//! offset. Otherwise the stop is the torn tail of the last batch, which
-//! was never acknowledged: it is dropped (the whole batch) and its bytes
-//! are zeroed on open.
+//! in batches, one write call each, in batch order; the last record of
+//! each batch carries `FLAG_BATCH_END`, and batch numbers only grow. The
+//! writer starts a batch's write while the previous batch's sync runs,
+//! but never has more than [`PIPELINE_DEPTH`] batches written and not
+//! synced, and never opens a segment while any is. So after a crash only
+//! the last `PIPELINE_DEPTH` batches of the newest segment can be
+//! incomplete, and none of their messages was acknowledged. When the scan
+//! of a segment stops (zero bytes, a record of an older generation, or a
+//! bad record), the rest of the log is searched for valid records: a
+//! record of a batch beyond those proves the stop is damage in the middle,
+//! an error naming segment and offset. Otherwise the stop is the torn tail:
+//! the incomplete batches are dropped whole and their bytes zeroed on open.
+//!
+//! What else is checked: each segment file's name against its header, its
+//! size against the size its header records, and the segments against the
+//! manifest (`manifest.rs`): a listed segment that is gone (its messages
+//! are lost), a segment nobody listed, and a log that ends before where
+//! the last clean close left it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::*;
+use crate::manifest::{self, Manifest, MANIFEST, MANIFEST_TMP};
 use crate::storage::{read_full, Storage, StorageFile};
 
 /// Name of the segment file with sequence number `seq`.
@@ -29,7 +38,7 @@ pub(crate) fn seg_name(seq: u64) -> String {
     format!("seg-{seq:016x}.fq")
 }
 
-fn parse_name(name: &str, prefix: &str) -> Option<u64> {
+pub(crate) fn parse_name(name: &str, prefix: &str) -> Option<u64> {
     let hex = name.strip_prefix(prefix)?.strip_suffix(".fq")?;
     u64::from_str_radix(hex, 16).ok()
 }
@@ -56,6 +65,11 @@ pub(crate) struct ScannedSegment {
     pub sealed: bool,
     /// Where the valid records end (after the torn tail is dropped).
     pub end: u64,
+    /// Smallest and largest id of the main-queue records in it (deleted
+    /// ones included), to name the ids lost with a missing neighbour.
+    pub main_ids: Option<(u64, u64)>,
+    /// The id floor of its header.
+    pub id_floor: u64,
 }
 
 /// A live message record found by the scan.
@@ -76,6 +90,22 @@ pub enum ProblemKind {
     DeleteFlag,
     /// A segment header that cannot be read; its records are unknown.
     SegmentHeader,
+    /// A segment file whose size differs from the one its header records
+    /// (cut short: the records beyond the cut are lost).
+    Size,
+    /// A segment file whose name is not the one its header says (renamed
+    /// or swapped by hand; or recycled with live messages in it).
+    Misnamed,
+    /// A second file holding the same segment.
+    Duplicate,
+    /// A segment the manifest lists is gone: its messages are lost.
+    MissingSegment,
+    /// A segment the manifest does not list, older than the newest listed.
+    Unlisted,
+    /// The log ends before where the last clean close left it.
+    TailLost,
+    /// The manifest itself cannot be read.
+    Manifest,
 }
 
 /// Damage found by the scan.
@@ -98,9 +128,26 @@ pub struct Problem {
     /// damaged region, so that batch order holds after the repair.
     pub(crate) pad_batch: u64,
     pub(crate) pad_end: bool,
+    /// [`ProblemKind::Misnamed`]: the segment the file holds;
+    /// [`ProblemKind::Size`]: the size its header records.
+    pub(crate) target: u64,
 }
 
 impl Problem {
+    fn new(segment: PathBuf, name: &str, offset: u64, kind: ProblemKind, reason: impl Into<String>) -> Problem {
+        Problem {
+            segment,
+            name: name.to_string(),
+            offset,
+            resume: None,
+            reason: reason.into(),
+            kind,
+            pad_batch: 0,
+            pad_end: false,
+            target: 0,
+        }
+    }
+
     /// The problem as the library's error.
     pub fn to_error(&self) -> Error {
         Error::corrupt(&self.segment, self.offset, &self.reason)
@@ -140,6 +187,11 @@ pub(crate) struct Scan {
     pub next_free: u64,
     pub deleted_records: u64,
     pub bytes_scanned: u64,
+    /// The manifest, if there is a readable one.
+    pub manifest: Option<Manifest>,
+    /// Listed segments already renamed to free files (a crash came before
+    /// the manifest dropped them): the open rewrites the manifest.
+    pub retired: Vec<u64>,
 }
 
 /// What is at one record position of a segment image.
@@ -220,12 +272,41 @@ fn read_image(file: &dyn StorageFile, buf: &mut Vec<u8>) -> std::io::Result<()> 
     Ok(())
 }
 
+/// Live message records of generation `seq` in a segment image, read from
+/// the start as the scan does.
+fn live_records(buf: &[u8], seq: u64) -> usize {
+    let mut off = SEGMENT_HEADER_LEN as usize;
+    let mut live = 0;
+    while let Slot::Record(h) = slot_at(buf, off, seq) {
+        live += usize::from(h.is_message() && h.delete_flag == LIVE);
+        if h.flags & FLAG_SEAL != 0 {
+            break;
+        }
+        off += h.record_len();
+    }
+    live
+}
+
+/// A segment file whose header could be read.
+struct Candidate {
+    seq: u64,
+    name: String,
+    file: Arc<dyn StorageFile>,
+    header: SegmentHeader,
+}
+
 /// Scans the queue in `storage`. In [`ScanMode::Open`] the first damage
 /// is returned as [`Error::Corrupt`]; in [`ScanMode::Check`] it goes into
-/// [`Scan::problems`] and the scan resumes after it.
+/// [`Scan::problems`] and the scan resumes after it. Check mode opens
+/// every file read-only.
 pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
     let dir = storage.path("");
     let names = storage.list().map_err(|e| Error::io(&dir, "list", e))?;
+    let readonly = mode == ScanMode::Check;
+    let open = |name: &str| {
+        let f = if readonly { storage.open_read(name) } else { storage.open(name) };
+        f.map_err(|e| Error::io(storage.path(name), "open", e))
+    };
     let mut out = Scan {
         segments: Vec::new(),
         free: Vec::new(),
@@ -239,83 +320,123 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
         next_free: 1,
         deleted_records: 0,
         bytes_scanned: 0,
+        manifest: None,
+        retired: Vec::new(),
     };
+    let report = |out: &mut Scan, p: Problem| -> Result<()> {
+        if mode == ScanMode::Open {
+            return Err(p.to_error());
+        }
+        out.problems.push(p);
+        Ok(())
+    };
+    match manifest::read(storage, readonly).map_err(|e| Error::io(storage.path(MANIFEST), "read", e))? {
+        Ok(m) => out.manifest = m,
+        Err(reason) => {
+            let p = Problem::new(storage.path(MANIFEST), MANIFEST, 0, ProblemKind::Manifest, reason);
+            report(&mut out, p)?;
+        }
+    }
+
     let mut hdr = [0u8; SEGMENT_HEADER_USED];
-    let mut found = Vec::new();
+    let mut found: Vec<Candidate> = Vec::new();
+    // Free files by the segment number in their header.
+    let mut free_by_seq = BTreeMap::new();
+    // Segments present, even with an unreadable header (by file name).
+    let mut present = BTreeSet::new();
     for name in names {
         let path = storage.path(&name);
         if let Some(n) = parse_name(&name, "free-") {
             out.next_free = out.next_free.max(n + 1);
-            let file = storage.open(&name).map_err(|e| Error::io(&path, "open", e))?;
+            let file = open(&name)?;
             let n = read_full(&*file, &mut hdr, 0).map_err(|e| Error::io(&path, "read", e))?;
             // A free segment's header only matters for the sequence
             // numbers already used; a torn one belongs to a segment that
             // never held a durable record.
             if let Ok(h) = SegmentHeader::decode(&hdr[..n]) {
                 out.next_seq = out.next_seq.max(h.seq + 1);
+                free_by_seq.insert(h.seq, (name.clone(), file));
             }
             out.free.push(name);
-        } else if name.starts_with("tmp-") {
+        } else if name.starts_with("tmp-") || name == MANIFEST_TMP {
             out.temporary.push(name);
-        } else if let Some(seq) = parse_name(&name, "seg-") {
-            let file = storage.open(&name).map_err(|e| Error::io(&path, "open", e))?;
+        } else if let Some(name_seq) = parse_name(&name, "seg-") {
+            let file = open(&name)?;
             let n = read_full(&*file, &mut hdr, 0).map_err(|e| Error::io(&path, "read", e))?;
-            let header = SegmentHeader::decode(&hdr[..n]).and_then(|h| {
-                if h.seq == seq {
-                    Ok(h)
-                } else {
-                    Err("segment header sequence number differs from the file name")
-                }
-            });
-            out.next_seq = out.next_seq.max(seq + 1);
-            match header {
-                Ok(h) => {
-                    out.next_id = out.next_id.max(h.id_floor);
-                    found.push((seq, name, file));
-                }
+            out.next_seq = out.next_seq.max(name_seq.saturating_add(1));
+            present.insert(name_seq);
+            let h = match SegmentHeader::decode(&hdr[..n]) {
+                Ok(h) => h,
                 Err(reason) => {
-                    let p = Problem {
-                        segment: path,
-                        name,
-                        offset: 0,
-                        resume: None,
-                        reason: reason.to_string(),
-                        kind: ProblemKind::SegmentHeader,
-                        pad_batch: 0,
-                        pad_end: false,
-                    };
-                    if mode == ScanMode::Open {
-                        return Err(p.to_error());
-                    }
-                    out.problems.push(p);
+                    let p = Problem::new(path, &name, 0, ProblemKind::SegmentHeader, reason);
+                    report(&mut out, p)?;
+                    continue;
                 }
+            };
+            out.next_seq = out.next_seq.max(h.seq.saturating_add(1));
+            out.next_id = out.next_id.max(h.id_floor);
+            present.insert(h.seq);
+            if h.seq != name_seq {
+                let mut p = Problem::new(
+                    path.clone(),
+                    &name,
+                    0,
+                    ProblemKind::Misnamed,
+                    format!("the file holds segment {} (its header says so), not {name_seq}: renamed by hand?", h.seq),
+                );
+                p.target = h.seq;
+                report(&mut out, p)?;
             }
+            let len = file.len().map_err(|e| Error::io(&path, "stat", e))?;
+            if len != h.segment_size {
+                let reason = if len < h.segment_size {
+                    format!(
+                        "segment file is {len} bytes but its header says {}: cut short, the records after byte {len} are lost",
+                        h.segment_size
+                    )
+                } else {
+                    format!("segment file is {len} bytes but its header says {}: bytes were added", h.segment_size)
+                };
+                let mut p = Problem::new(path, &name, len.min(h.segment_size), ProblemKind::Size, reason);
+                p.target = h.segment_size;
+                report(&mut out, p)?;
+            }
+            found.push(Candidate { seq: h.seq, name, file, header: h });
         }
     }
-    found.sort_by_key(|(seq, _, _)| *seq);
+    // The file whose name matches its header first: a second file holding
+    // the same segment is set aside.
+    found.sort_by_key(|c| (c.seq, c.name != seg_name(c.seq)));
+    let mut kept: Vec<Candidate> = Vec::new();
+    for c in found {
+        if let Some(first) = kept.last().filter(|k| k.seq == c.seq) {
+            let reason = format!("a second file holding segment {} (the first is {})", c.seq, first.name);
+            let p = Problem::new(storage.path(&c.name), &c.name, 0, ProblemKind::Duplicate, reason);
+            report(&mut out, p)?;
+            continue;
+        }
+        kept.push(c);
+    }
 
     let mut buf = Vec::new();
     let mut last_batch = 0u64;
     let mut last_end = true;
     let mut max_batch = 0u64;
-    let count = found.len();
-    for (i, (seq, name, file)) in found.into_iter().enumerate() {
+    let count = kept.len();
+    for (i, Candidate { seq, name, file, header }) in kept.into_iter().enumerate() {
         let path = storage.path(&name);
         read_image(&*file, &mut buf).map_err(|e| Error::io(&path, "read", e))?;
         out.bytes_scanned += buf.len() as u64;
         let seg_records_start = out.records.len();
+        let mut main_ids: Option<(u64, u64)> = None;
         let mut off = SEGMENT_HEADER_LEN as usize;
         let mut end = off;
         let mut sealed = false;
         let problem = |offset: usize, resume: Option<usize>, reason: &str, kind, batch, batch_end| Problem {
-            segment: path.clone(),
-            name: name.clone(),
-            offset: offset as u64,
             resume: resume.map(|r| r as u64),
-            reason: reason.to_string(),
-            kind,
             pad_batch: batch,
             pad_end: batch_end,
+            ..Problem::new(path.clone(), &name, offset as u64, kind, reason)
         };
         loop {
             let mut slot = slot_at(&buf, off, seq);
@@ -326,10 +447,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
             if matches!(slot, Slot::Bad(_)) {
                 if let Some(h) = with_flag_mended(&buf, off, seq) {
                     let p = problem(off, None, "delete flag is neither live nor deleted", ProblemKind::DeleteFlag, 0, false);
-                    if mode == ScanMode::Open {
-                        return Err(p.to_error());
-                    }
-                    out.problems.push(p);
+                    report(&mut out, p)?;
                     // Taken as live: a message is redelivered, never lost.
                     slot = Slot::Record(RecordHeader { delete_flag: LIVE, ..h });
                 }
@@ -346,6 +464,9 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                     sealed = true;
                     break;
                 }
+                if h.is_message() && h.kind == QueueKind::Main {
+                    main_ids = Some(main_ids.map_or((h.id, h.id), |(lo, hi)| (lo.min(h.id), hi.max(h.id))));
+                }
                 if !h.is_message() {
                 } else if h.delete_flag == DELETED {
                     out.deleted_records += 1;
@@ -359,27 +480,32 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                 _ => None,
             };
             // The scan of this segment stops at `off`. Valid records of a
-            // later batch further on prove damage in the middle.
+            // batch beyond those that may be incomplete (the pipeline's
+            // depth) prove damage in the middle.
             let incomplete = if last_end { last_batch + 1 } else { last_batch };
+            let newest_unsynced = incomplete + (PIPELINE_DEPTH as u64 - 1);
             let mut stale_end = None;
-            let mut later = None;
+            let mut stale_messages = 0;
+            let mut first_valid = None;
+            let mut later = false;
             let mut p = off + RECORD_ALIGN;
             while let Some((at, h)) = next_valid(&buf, p, seq) {
                 max_batch = max_batch.max(h.batch_seq);
-                if h.batch_seq > incomplete {
-                    later = Some((at, h.batch_seq));
+                first_valid.get_or_insert((at, h.batch_seq));
+                if h.batch_seq > newest_unsynced {
+                    later = true;
                     break;
                 }
                 stale_end = Some(at + h.record_len());
+                stale_messages += u64::from(h.is_message());
                 p = at + RECORD_ALIGN;
             }
-            if let Some((resume, batch)) = later {
+            if let (true, Some((resume, batch))) = (later, first_valid) {
+                // Damage proven: every valid record after it is real
+                // data, the first one included.
                 let reason = bad.unwrap_or("unwritten bytes before later records");
                 let p = problem(off, Some(resume), reason, ProblemKind::Region, last_batch, batch > last_batch);
-                if mode == ScanMode::Open {
-                    return Err(p.to_error());
-                }
-                out.problems.push(p);
+                report(&mut out, p)?;
                 off = resume;
                 continue;
             }
@@ -387,15 +513,12 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                 // Only the newest segment can end in a torn batch: a
                 // segment is sealed, and the seal synced, before the next
                 // one is set up.
-                if buf.len() - off < RECORD_HEADER_LEN && last_end && bad.is_none() {
+                if buf.len() - off.min(buf.len()) < RECORD_HEADER_LEN && last_end && bad.is_none() {
                     break;
                 }
                 let reason = bad.unwrap_or("segment ends without its seal (records are missing)");
                 let p = problem(off, None, reason, ProblemKind::Region, last_batch, true);
-                if mode == ScanMode::Open {
-                    return Err(p.to_error());
-                }
-                out.problems.push(p);
+                report(&mut out, p)?;
                 break;
             }
             let torn_record = matches!(
@@ -403,8 +526,8 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                 HeaderCheck::Valid(h) if h.segment_seq == seq
             );
             if stale_end.is_some() || !last_end || torn_record {
-                // The last batch is incomplete: it was never synced, so
-                // none of its messages was acknowledged. Drop it whole.
+                // The last batches are incomplete: never synced, so none
+                // of their messages was acknowledged. Drop them whole.
                 let from = if last_end { off as u64 } else { batch_start(&buf, seq, last_batch) };
                 let before = out.records.len();
                 while out.records.len() > seg_records_start && out.records.last().unwrap().offset >= from {
@@ -415,7 +538,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
                     seg: i,
                     offset: from,
                     zero_to: stale_end.unwrap_or(off).max(off) as u64,
-                    dropped_records: (before - out.records.len()) as u64,
+                    dropped_records: (before - out.records.len()) as u64 + stale_messages,
                     reason: bad.unwrap_or("incomplete last batch").to_string(),
                 });
                 end = from as usize;
@@ -423,10 +546,131 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
             }
             break;
         }
-        out.segments.push(ScannedSegment { name, seq, file, sealed, end: end as u64 });
+        out.segments.push(ScannedSegment { name, seq, file, sealed, end: end as u64, main_ids, id_floor: header.id_floor });
     }
     out.next_batch = max_batch.max(last_batch) + 1;
+    name_lost_ids(&mut out);
+    if let Some(m) = out.manifest.clone() {
+        check_manifest(storage, mode, &m, &present, &free_by_seq, &mut out)?;
+    }
     Ok(out)
+}
+
+/// Names the message ids that were between segments `before` and `after`
+/// (main-queue ids grow along the log), for a segment lost or cut between
+/// them.
+fn id_gap(before: Option<&ScannedSegment>, after: Option<&ScannedSegment>) -> String {
+    let from = before.and_then(|s| s.main_ids).map_or(1, |(_, hi)| hi + 1);
+    let Some(s) = after else {
+        return format!("message ids from {from} on went with it (those not acknowledged are lost)");
+    };
+    // Up to the first id of the next segment, or its floor: ids issued
+    // before it was set up (a repaired header has none).
+    let floor = match (s.main_ids, s.id_floor) {
+        (Some((lo, _)), 0) => lo,
+        (Some((lo, _)), f) => lo.min(f),
+        (None, f) => f,
+    };
+    let to = floor.saturating_sub(1);
+    if to >= from {
+        format!("message ids {from} to {to} went with it (those not acknowledged are lost)")
+    } else {
+        "no message id is unaccounted for around it".to_string()
+    }
+}
+
+/// Adds to each problem that lost the end of a segment (cut short, or
+/// ending without its seal) the message ids that went with it.
+fn name_lost_ids(out: &mut Scan) {
+    for p in &mut out.problems {
+        let cut = match p.kind {
+            ProblemKind::Size => p.offset < p.target,
+            ProblemKind::Region => p.resume.is_none(),
+            _ => false,
+        };
+        let Some(i) = out.segments.iter().position(|s| s.name == p.name) else { continue };
+        if !cut {
+            continue;
+        }
+        let this = &out.segments[i];
+        let before = if this.main_ids.is_some() { Some(this) } else { out.segments[..i].last() };
+        p.reason = format!("{}: {}", p.reason, id_gap(before, out.segments.get(i + 1)));
+    }
+}
+
+/// The segments against the manifest `m`; see `manifest.rs`.
+fn check_manifest(
+    storage: &dyn Storage,
+    mode: ScanMode,
+    m: &Manifest,
+    present: &BTreeSet<u64>,
+    free_by_seq: &BTreeMap<u64, (String, Arc<dyn StorageFile>)>,
+    out: &mut Scan,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    let listed: BTreeSet<u64> = m.segments.iter().copied().collect();
+    let mut buf = Vec::new();
+    for &seq in &m.segments {
+        if present.contains(&seq) {
+            continue;
+        }
+        if let Some((name, file)) = free_by_seq.get(&seq) {
+            read_image(&**file, &mut buf).map_err(|e| Error::io(storage.path(name), "read", e))?;
+            let live = live_records(&buf, seq);
+            if live == 0 {
+                // Recycled; the crash came before the manifest dropped it.
+                out.retired.push(seq);
+                continue;
+            }
+            let mut p = Problem::new(
+                storage.path(name),
+                name,
+                0,
+                ProblemKind::Misnamed,
+                format!("segment {seq} was renamed to a free file but holds {live} live messages"),
+            );
+            p.target = seq;
+            problems.push(p);
+            continue;
+        }
+        let before = out.segments.iter().rev().find(|s| s.seq < seq);
+        let after = out.segments.iter().find(|s| s.seq > seq);
+        let ids = id_gap(before, after);
+        let name = seg_name(seq);
+        let reason = format!("segment {seq} is listed in the manifest but its file is missing: {ids}");
+        problems.push(Problem::new(storage.path(&name), &name, 0, ProblemKind::MissingSegment, reason));
+    }
+    let newest_listed = m.segments.last().copied().unwrap_or(0);
+    for s in &out.segments {
+        if s.seq < newest_listed && !listed.contains(&s.seq) {
+            let reason = format!(
+                "segment {} is not in the manifest (which lists {} segments up to {newest_listed}): copied in by hand?",
+                s.seq,
+                m.segments.len()
+            );
+            problems.push(Problem::new(storage.path(&s.name), &s.name, 0, ProblemKind::Unlisted, reason));
+        }
+    }
+    if let Some(tail) = m.clean {
+        let newest = out.segments.last();
+        let (seq, end) = newest.map_or((0, 0), |s| (s.seq, s.end));
+        if (seq, end) != (tail.seq, tail.end) {
+            let name = seg_name(tail.seq);
+            let reason = format!(
+                "the queue was closed cleanly with its log ending in segment {} at byte {}, \
+                 but it now ends in segment {seq} at byte {end}: records were lost or zeroed",
+                tail.seq, tail.end
+            );
+            problems.push(Problem::new(storage.path(&name), &name, end.min(tail.end), ProblemKind::TailLost, reason));
+        }
+    }
+    for p in problems {
+        if mode == ScanMode::Open {
+            return Err(p.to_error());
+        }
+        out.problems.push(p);
+    }
+    Ok(())
 }
 
 /// Offset of the first record of batch `batch` in a segment image.
@@ -441,116 +685,3 @@ fn batch_start(buf: &[u8], seq: u64, batch: u64) -> u64 {
     off as u64
 }
 
-/// What [`check()`] found.
-#[derive(Clone, Debug, Default)]
-pub struct CheckReport {
-    /// Segment files in use.
-    pub segments: usize,
-    /// Free segment files ready for reuse.
-    pub free_segments: usize,
-    /// Live messages.
-    pub live_messages: u64,
-    /// Deleted (acknowledged) records not yet reclaimed.
-    pub deleted_records: u64,
-    /// Payload bytes of live messages.
-    pub live_bytes: u64,
-    /// Bytes read.
-    pub bytes_scanned: u64,
-    /// Damage, each naming segment and offset.
-    pub problems: Vec<Problem>,
-    /// The torn end that the next open drops, if any.
-    pub torn_tail: Option<TornTail>,
-}
-
-/// Reads the whole queue in `storage` and reports its state and every
-/// problem, changing nothing.
-pub fn check(storage: &dyn Storage) -> Result<CheckReport> {
-    let s = scan(storage, ScanMode::Check)?;
-    Ok(CheckReport {
-        segments: s.segments.len(),
-        free_segments: s.free.len(),
-        live_messages: s.records.len() as u64,
-        deleted_records: s.deleted_records,
-        live_bytes: s.records.iter().map(|r| r.header.payload_len as u64).sum(),
-        bytes_scanned: s.bytes_scanned,
-        problems: s.problems,
-        torn_tail: s.torn,
-    })
-}
-
-/// What [`repair()`] did.
-#[derive(Clone, Debug, Default)]
-pub struct RepairReport {
-    /// The problems mended.
-    pub mended: Vec<Problem>,
-    /// Files where the damaged bytes were saved, one per region.
-    pub quarantined: Vec<PathBuf>,
-}
-
-/// Mends every problem [`check()`] finds, keeping every valid record: a
-/// damaged delete flag is reset to live (the message is delivered again
-/// rather than lost); damaged bytes are copied to a `quarantine-*.bin`
-/// file and covered by a padding record (or zeroed at the end of a
-/// segment); an unreadable segment header is rewritten from the file name.
-/// The queue must not be open elsewhere.
-pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
-    let mut report = RepairReport::default();
-    let mut seen = BTreeSet::new();
-    loop {
-        let s = scan(storage, ScanMode::Check)?;
-        let Some(p) = s.problems.into_iter().next() else {
-            return Ok(report);
-        };
-        if !seen.insert((p.name.clone(), p.offset, p.kind as u8)) {
-            return Err(p.to_error());
-        }
-        let file = storage.open(&p.name).map_err(|e| Error::io(&p.segment, "open", e))?;
-        let io = |op, e| Error::io(&p.segment, op, e);
-        match p.kind {
-            ProblemKind::DeleteFlag => {
-                file.write_at(&[LIVE], p.offset + DELETE_FLAG_OFFSET).map_err(|e| io("write", e))?;
-            }
-            ProblemKind::SegmentHeader => {
-                let seq = parse_name(&p.name, "seg-").unwrap_or(0);
-                let size = file.len().map_err(|e| io("stat", e))?;
-                let h = SegmentHeader { segment_size: size, seq, id_floor: 0, created_ns: 0 };
-                file.write_at(&h.encode(), 0).map_err(|e| io("write", e))?;
-            }
-            ProblemKind::Region => {
-                let size = file.len().map_err(|e| io("stat", e))?;
-                let end = p.resume.unwrap_or(size);
-                let mut bad = vec![0u8; (end - p.offset) as usize];
-                let n = read_full(&*file, &mut bad, p.offset).map_err(|e| io("read", e))?;
-                bad.truncate(n);
-                let used = bad.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-                let qname = format!(
-                    "quarantine-{}-{}.bin",
-                    p.name.trim_end_matches(".fq"),
-                    p.offset
-                );
-                let qpath = storage.path(&qname);
-                let q = storage.create(&qname).map_err(|e| Error::io(&qpath, "create", e))?;
-                q.write_at(&bad[..used], 0)
-                    .and_then(|_| q.sync_data())
-                    .map_err(|e| Error::io(&qpath, "write", e))?;
-                report.quarantined.push(qpath);
-                // A padding record over the damage keeps the batch order
-                // the scan relies on; the bytes stay in it as they were.
-                let mut cover = Vec::with_capacity(bad.len());
-                if bad.len() >= RECORD_HEADER_LEN {
-                    let seq = parse_name(&p.name, "seg-").unwrap_or(0);
-                    let flags = if p.pad_end { FLAG_BATCH_END } else { 0 }
-                        | if p.resume.is_none() { FLAG_SEAL } else { 0 };
-                    let pad = RecordHeader::padding(flags, seq, p.pad_batch);
-                    let body = (bad.len() - RECORD_HEADER_LEN) / RECORD_ALIGN * RECORD_ALIGN;
-                    pad.encode(&bad[RECORD_HEADER_LEN..RECORD_HEADER_LEN + body], &mut cover);
-                }
-                cover.resize(bad.len(), 0);
-                file.write_at(&cover, p.offset).map_err(|e| io("write", e))?;
-            }
-        }
-        file.sync_data().map_err(|e| io("fdatasync", e))?;
-        storage.sync_dir().map_err(|e| Error::io(storage.path(""), "fsync", e))?;
-        report.mended.push(p);
-    }
-}

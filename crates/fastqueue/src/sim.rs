@@ -57,6 +57,8 @@ struct SimState {
     crash_at: Option<u64>,
     crashed: bool,
     locked: bool,
+    available: Option<u64>,
+    sync_delay: std::time::Duration,
 }
 
 fn crashed() -> io::Error {
@@ -221,6 +223,34 @@ impl SimStorage {
         st.dir.get(name).map(|&ino| st.inodes[ino].data.clone())
     }
 
+    /// Makes every `fdatasync` take `delay` (slept outside the storage's
+    /// lock, as a real sync lets other calls proceed), so that the writer's
+    /// pipeline overlaps rounds in tests. Not carried to crash images.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        self.state.lock().unwrap().sync_delay = delay;
+    }
+
+    /// Sets the free space [`Storage::available_bytes`] reports (default:
+    /// unknown, no limit).
+    pub fn set_available(&self, bytes: Option<u64>) {
+        self.state.lock().unwrap().available = bytes;
+    }
+
+    /// Removes a file at once, durably (a test's hostile user).
+    pub fn delete_file(&self, name: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.dir.remove(name);
+        st.durable_dir.remove(name);
+    }
+
+    /// Renames a file at once, durably (a test's hostile user).
+    pub fn rename_file(&self, from: &str, to: &str) {
+        let mut st = self.state.lock().unwrap();
+        let op = DirOp::Rename(from.to_string(), to.to_string());
+        SimState::apply_dir(&mut st.dir, &op);
+        SimState::apply_dir(&mut st.durable_dir, &op);
+    }
+
     /// Replaces the bytes of a file, durably (a test's bit flip).
     pub fn write_file(&self, name: &str, bytes: Vec<u8>) {
         let mut st = self.state.lock().unwrap();
@@ -261,6 +291,10 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        let delay = self.state.lock().unwrap().sync_delay;
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
         let mut st = self.state.lock().unwrap();
         st.step()?;
         let inode = &mut st.inodes[self.ino];
@@ -277,6 +311,24 @@ impl StorageFile for SimFile {
             return Err(crashed());
         }
         Ok(st.inodes[self.ino].data.len() as u64)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        // Taken as durable at once (like a write followed by its sync):
+        // only `repair` calls it, and syncs afterwards anyway.
+        let mut st = self.state.lock().unwrap();
+        st.step()?;
+        let inode = &mut st.inodes[self.ino];
+        inode.data.resize(len as usize, 0);
+        inode.durable.resize(len as usize, 0);
+        inode.pending.retain(|(off, _)| *off < len);
+        st.after_step();
+        Ok(())
+    }
+
+    fn is_linked(&self) -> io::Result<bool> {
+        let st = self.state.lock().unwrap();
+        Ok(st.dir.values().any(|&ino| ino == self.ino))
     }
 }
 
@@ -359,6 +411,10 @@ impl Storage for SimStorage {
 
     fn unlock(&self) {
         self.state.lock().unwrap().locked = false;
+    }
+
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        Ok(self.state.lock().unwrap().available)
     }
 }
 

@@ -18,6 +18,11 @@ pub trait Storage: Send + Sync {
     fn list(&self) -> io::Result<Vec<String>>;
     /// Opens an existing file for reading and writing.
     fn open(&self, name: &str) -> io::Result<Arc<dyn StorageFile>>;
+    /// Opens an existing file for reading only (what `check` uses, so that
+    /// it works on a read-only file system).
+    fn open_read(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        self.open(name)
+    }
     /// Creates an empty file (truncating one that exists).
     fn create(&self, name: &str) -> io::Result<Arc<dyn StorageFile>>;
     /// Renames `from` to `to`, replacing `to`. Durable after
@@ -32,8 +37,19 @@ pub trait Storage: Send + Sync {
     /// holder has it. Held until [`Storage::unlock`] or until the storage
     /// is dropped.
     fn try_lock(&self) -> io::Result<bool>;
+    /// Takes a shared lock for a reader that changes nothing (`check`):
+    /// `false` if a writer holds the exclusive lock. Needs no write
+    /// permission: where the lock file cannot be created (a read-only file
+    /// system) no writer can exist and it succeeds without a lock.
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        self.try_lock()
+    }
     /// Releases the lock taken by [`Storage::try_lock`].
     fn unlock(&self);
+    /// Bytes free for new files (`None`: unknown, no limit checked).
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 /// One open file.
@@ -43,10 +59,46 @@ pub trait StorageFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
     /// Writes all of `buf` at `offset`.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Reads consecutive bytes from `offset` into several buffers at once
+    /// (a scatter read, `preadv`): `lens[i]` bytes are appended to
+    /// `bufs[i]`. Returns the bytes read; fewer only at the end of the
+    /// file (the buffers then hold what was read).
+    fn read_parts_at(&self, bufs: &mut [Vec<u8>], lens: &[usize], offset: u64) -> io::Result<usize> {
+        let mut at = offset;
+        for (buf, &len) in bufs.iter_mut().zip(lens) {
+            let start = buf.len();
+            buf.resize(start + len, 0);
+            let mut n = 0;
+            while n < len {
+                match self.read_at(&mut buf[start + n..], at + n as u64) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            buf.truncate(start + n);
+            at += n as u64;
+            if n < len {
+                break;
+            }
+        }
+        Ok((at - offset) as usize)
+    }
     /// Makes written data durable (`fdatasync`).
     fn sync_data(&self) -> io::Result<()>;
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
+    /// Truncates or extends the file (`repair` of a segment file of the
+    /// wrong size).
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(io::Error::new(io::ErrorKind::Unsupported, "set_len not supported by this storage"))
+    }
+    /// Whether the file still has a name in the directory: a file deleted
+    /// while open takes writes and syncs that no later open can find.
+    fn is_linked(&self) -> io::Result<bool> {
+        Ok(true)
+    }
 }
 
 /// Reads as much of `buf` as the file has from `offset`.
@@ -92,11 +144,102 @@ impl DirStorage {
     }
 }
 
+/// Linux's limit on buffers per `preadv` call (`IOV_MAX`).
+const IOV_MAX: usize = 1024;
+
+/// [`StorageFile::read_parts_at`] with `preadv(2)`, reading straight into
+/// the buffers' spare capacity (no zero-filling, no second copy).
+fn preadv_parts(file: &File, bufs: &mut [Vec<u8>], lens: &[usize], offset: u64) -> io::Result<usize> {
+    assert_eq!(bufs.len(), lens.len());
+    for (buf, &len) in bufs.iter_mut().zip(lens) {
+        buf.reserve(len);
+    }
+    // (buffer, bytes still wanted) from `first` on.
+    let mut first = 0;
+    let mut done_in_first = 0usize;
+    let mut total = 0usize;
+    while first < bufs.len() {
+        let end = (first + IOV_MAX).min(bufs.len());
+        let iov: Vec<libc::iovec> = (first..end)
+            .map(|i| {
+                let skip = if i == first { done_in_first } else { 0 };
+                let buf = &mut bufs[i];
+                // SAFETY: the pointer is into the capacity reserved above,
+                // past the initialised part; no reference to uninitialised
+                // bytes is made.
+                let base = unsafe { buf.as_mut_ptr().add(buf.len()) };
+                libc::iovec { iov_base: base.cast(), iov_len: lens[i] - skip }
+            })
+            .collect();
+        // SAFETY: every iovec points into memory owned by `bufs`, valid for
+        // its length; the file descriptor is open.
+        let n = unsafe {
+            libc::preadv(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, (offset + total as u64) as libc::off_t)
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let mut n = n as usize;
+        if n == 0 {
+            break;
+        }
+        total += n;
+        // Mark what the kernel filled as initialised, buffer by buffer.
+        while n > 0 && first < bufs.len() {
+            let want = lens[first] - done_in_first;
+            let take = n.min(want);
+            let buf = &mut bufs[first];
+            // SAFETY: the kernel wrote `take` bytes right after `len`.
+            unsafe { buf.set_len(buf.len() + take) };
+            n -= take;
+            if take == want {
+                first += 1;
+                done_in_first = 0;
+            } else {
+                done_in_first += take;
+            }
+        }
+        while first < bufs.len() && lens[first] == 0 {
+            first += 1;
+        }
+    }
+    Ok(total)
+}
+
+fn is_read_only(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
+}
+
+impl DirStorage {
+    /// Takes `flock(kind)` on `f` without waiting and keeps `f` open.
+    fn flock(&self, f: File, kind: libc::c_int) -> io::Result<bool> {
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), kind | libc::LOCK_NB) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        *self.lock.lock().unwrap() = Some(f);
+        Ok(true)
+    }
+}
+
 struct RealFile(File);
 
 impl StorageFile for RealFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.0.read_at(buf, offset)
+    }
+    fn read_parts_at(&self, bufs: &mut [Vec<u8>], lens: &[usize], offset: u64) -> io::Result<usize> {
+        preadv_parts(&self.0, bufs, lens, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.0.write_all_at(buf, offset)
@@ -106,6 +249,13 @@ impl StorageFile for RealFile {
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn is_linked(&self) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        Ok(self.0.metadata()?.nlink() > 0)
     }
 }
 
@@ -132,6 +282,11 @@ impl Storage for DirStorage {
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
         let f = OpenOptions::new().read(true).write(true).open(self.path(name))?;
+        Ok(Arc::new(RealFile(f)))
+    }
+
+    fn open_read(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        let f = File::open(self.path(name))?;
         Ok(Arc::new(RealFile(f)))
     }
 
@@ -164,22 +319,81 @@ impl Storage for DirStorage {
             .create(true)
             .truncate(false)
             .open(self.path("LOCK"))?;
-        // SAFETY: flock on a descriptor we own; no memory is involved.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = io::Error::last_os_error();
-            return if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                Ok(false)
-            } else {
-                Err(e)
-            };
+        self.flock(f, libc::LOCK_EX)
+    }
+
+    fn try_lock_shared(&self) -> io::Result<bool> {
+        let lock = self.path("LOCK");
+        let f = match File::open(&lock) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock) {
+                    Ok(f) => f,
+                    // Read-only: no writer can take the lock either.
+                    Err(e) if is_read_only(&e) => return Ok(true),
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        self.flock(f, libc::LOCK_SH)
+    }
+
+    fn available_bytes(&self) -> io::Result<Option<u64>> {
+        let path = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+        // SAFETY: statvfs writes into the struct we pass; the path is a
+        // valid C string.
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
+            return Err(io::Error::last_os_error());
         }
-        *self.lock.lock().unwrap() = Some(f);
-        Ok(true)
+        Ok(Some((s.f_bavail as u64).saturating_mul(s.f_frsize as u64)))
     }
 
     fn unlock(&self) {
         // Closing the descriptor releases the flock.
         self.lock.lock().unwrap().take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_read_fills_each_buffer_and_stops_at_the_end_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = DirStorage::new(dir.path()).unwrap();
+        let f = s.create("f").unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        f.write_at(&data, 0).unwrap();
+        // More buffers than IOV_MAX, some empty, the last running past the end.
+        let lens: Vec<usize> = (0..1500).map(|i| [0, 1, 7, 3][i % 4]).collect();
+        let mut bufs = vec![Vec::new(); lens.len()];
+        let n = f.read_parts_at(&mut bufs, &lens, 13).unwrap();
+        let total: usize = lens.iter().sum();
+        assert_eq!(n, total.min(10_000 - 13));
+        let joined: Vec<u8> = bufs.concat();
+        assert_eq!(joined, data[13..13 + n]);
+        // The generic path (the trait's default) agrees.
+        struct Plain(Arc<dyn StorageFile>);
+        impl StorageFile for Plain {
+            fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+                self.0.read_at(buf, offset)
+            }
+            fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+                self.0.write_at(buf, offset)
+            }
+            fn sync_data(&self) -> io::Result<()> {
+                Ok(())
+            }
+            fn len(&self) -> io::Result<u64> {
+                self.0.len()
+            }
+        }
+        let mut plain = vec![Vec::new(); lens.len()];
+        assert_eq!(Plain(f.clone()).read_parts_at(&mut plain, &lens, 13).unwrap(), n);
+        assert_eq!(plain.concat(), joined);
     }
 }

@@ -24,9 +24,11 @@ fn to_py(e: Error) -> PyErr {
     match e {
         Error::Corrupt { .. } => QueueCorruptError::new_err(msg),
         Error::Locked { .. } => QueueLockedError::new_err(msg),
-        Error::Invalid { .. } | Error::TooLarge { .. } | Error::UnknownId { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::Invalid { .. }
+        | Error::TooLarge { .. }
+        | Error::UnknownId { .. }
+        | Error::NotDelivered { .. }
+        | Error::NotInFlight { .. } => PyValueError::new_err(msg),
         _ => QueueError::new_err(msg),
     }
 }
@@ -34,6 +36,10 @@ fn to_py(e: Error) -> PyErr {
 fn seconds(field: &str, s: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(s)
         .map_err(|_| PyValueError::new_err(format!("{field}: {s} is not a duration in seconds (>= 0)")))
+}
+
+fn optional_seconds(field: &str, s: Option<f64>) -> PyResult<Option<Duration>> {
+    s.map(|s| seconds(field, s)).transpose()
 }
 
 fn kind_name(k: QueueKind) -> &'static str {
@@ -77,7 +83,7 @@ impl PyFastQueue {
 #[pymethods]
 impl PyFastQueue {
     #[new]
-    #[pyo3(signature = (path, segment_size, batch_bytes, batch_delay, durability, prefetch_bytes, max_attempts, spare_segments))]
+    #[pyo3(signature = (path, segment_size, batch_bytes, batch_delay, durability, prefetch_bytes, max_attempts, spare_segments, visibility_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -89,6 +95,7 @@ impl PyFastQueue {
         prefetch_bytes: usize,
         max_attempts: u32,
         spare_segments: usize,
+        visibility_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let durability = match durability {
             "sync" => Durability::Sync,
@@ -107,6 +114,7 @@ impl PyFastQueue {
             prefetch_bytes,
             max_attempts,
             spare_segments,
+            visibility_timeout: optional_seconds("visibility_timeout", visibility_timeout)?,
         };
         let q = py.allow_threads(|| fastqueue::FastQueue::open(&path, cfg)).map_err(to_py)?;
         Ok(PyFastQueue { inner: Slot::new(q) })
@@ -123,12 +131,33 @@ impl PyFastQueue {
         py.allow_threads(|| q.flush()).map_err(to_py)
     }
 
-    #[pyo3(signature = (max, timeout=None))]
-    fn dequeue_batch(&self, py: Python<'_>, max: usize, timeout: Option<f64>) -> PyResult<Vec<PyMessage>> {
+    /// `visibility`: `None` uses the queue's setting; a number of seconds
+    /// sets it for this call; `0` (or less) means no timeout.
+    #[pyo3(signature = (max, timeout=None, visibility=None))]
+    fn dequeue_batch(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        timeout: Option<f64>,
+        visibility: Option<f64>,
+    ) -> PyResult<Vec<PyMessage>> {
         let q = self.get()?;
-        let wait = timeout.map(|t| seconds("timeout", t)).transpose()?;
-        let got = py.allow_threads(|| q.dequeue_batch(max, wait)).map_err(to_py)?;
+        let wait = optional_seconds("timeout", timeout)?;
+        let got = match visibility {
+            None => py.allow_threads(|| q.dequeue_batch(max, wait)),
+            Some(v) => {
+                let v = if v > 0.0 || v.is_nan() { Some(seconds("visibility", v)?) } else { None };
+                py.allow_threads(|| q.dequeue_batch_with_visibility(max, wait, v))
+            }
+        }
+        .map_err(to_py)?;
         Ok(got.into_iter().map(|m| message(py, m)).collect())
+    }
+
+    fn extend_visibility(&self, py: Python<'_>, id: u64, by: f64) -> PyResult<()> {
+        let q = self.get()?;
+        let by = seconds("by", by)?;
+        py.allow_threads(|| q.extend_visibility(id, by)).map_err(to_py)
     }
 
     fn dequeue_dead(&self, py: Python<'_>, max: usize) -> PyResult<Vec<PyMessage>> {
@@ -160,12 +189,16 @@ impl PyFastQueue {
         d.set_item("retry", s.retry)?;
         d.set_item("dead", s.dead)?;
         d.set_item("in_flight", s.in_flight)?;
+        d.set_item("expired", s.expired)?;
         d.set_item("segments", s.segments)?;
         d.set_item("free_segments", s.free_segments)?;
         d.set_item("enqueued", s.enqueued)?;
         d.set_item("acked", s.acked)?;
         d.set_item("rounds", s.rounds)?;
         d.set_item("syncs", s.syncs)?;
+        d.set_item("pipelined", s.pipelined)?;
+        d.set_item("sync_p50_us", s.sync_p50_us)?;
+        d.set_item("sync_p99_us", s.sync_p99_us)?;
         d.set_item("bytes_written", s.bytes_written)?;
         d.set_item("recycled", s.recycled)?;
         d.set_item("open_messages", s.open.messages)?;
@@ -254,6 +287,7 @@ fn problems<'py>(py: Python<'py>, list: &[fastqueue::Problem]) -> PyResult<Vec<B
             d.set_item("segment", p.segment.display().to_string())?;
             d.set_item("offset", p.offset)?;
             d.set_item("reason", &p.reason)?;
+            d.set_item("kind", format!("{:?}", p.kind))?;
             d.set_item("message", p.to_error().to_string())?;
             Ok(d)
         })
@@ -271,6 +305,8 @@ fn fastqueue_check<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, P
     d.set_item("deleted_records", r.deleted_records)?;
     d.set_item("live_bytes", r.live_bytes)?;
     d.set_item("bytes_scanned", r.bytes_scanned)?;
+    d.set_item("manifest", r.manifest)?;
+    d.set_item("closed_cleanly", r.closed_cleanly)?;
     d.set_item("problems", problems(py, &r.problems)?)?;
     d.set_item(
         "torn_tail",
@@ -313,6 +349,7 @@ fn fastqueue_bench<'py>(
         dir,
         batch_delay: self::seconds("batch_delay", batch_delay)?,
     };
+    case.validate().map_err(PyValueError::new_err)?;
     let o = py.allow_threads(|| fastqueue::bench::run(&case)).map_err(QueueError::new_err)?;
     let d = PyDict::new(py);
     d.set_item("messages", o.messages)?;
@@ -322,7 +359,15 @@ fn fastqueue_bench<'py>(
     d.set_item("p50_us", o.p50_us)?;
     d.set_item("p99_us", o.p99_us)?;
     d.set_item("read_msgs_per_s", o.read_msgs_per_s)?;
+    d.set_item("sync_p50_us", o.sync_p50_us)?;
+    d.set_item("sync_p99_us", o.sync_p99_us)?;
     Ok(d)
+}
+
+/// p50 and p99 latency (us) of a 4 KiB write and its fdatasync in `dir`.
+#[pyfunction]
+fn fastqueue_sync_probe(py: Python<'_>, dir: PathBuf, count: usize) -> PyResult<(f64, f64)> {
+    py.allow_threads(|| fastqueue::bench::sync_probe(&dir, count)).map_err(QueueError::new_err)
 }
 
 /// Times the open of a queue of `bytes` (filled first, then evicted from
@@ -346,9 +391,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("QueueLockedError", py.get_type::<QueueLockedError>())?;
     m.add("QueueCorruptError", py.get_type::<QueueCorruptError>())?;
     m.add("FASTQUEUE_PEERS", fastqueue::bench::PEERS.to_vec())?;
+    let limits = PyDict::new(py);
+    limits.set_item("producers", fastqueue::bench::MAX_PRODUCERS)?;
+    limits.set_item("seconds", fastqueue::bench::MAX_SECONDS)?;
+    limits.set_item("size", fastqueue::bench::MAX_SIZE)?;
+    limits.set_item("bytes", fastqueue::bench::MAX_BYTES)?;
+    m.add("FASTQUEUE_BENCH_LIMITS", limits)?;
     m.add_function(wrap_pyfunction!(fastqueue_check, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_repair, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_bench, m)?)?;
     m.add_function(wrap_pyfunction!(fastqueue_recovery, m)?)?;
+    m.add_function(wrap_pyfunction!(fastqueue_sync_probe, m)?)?;
     Ok(())
 }

@@ -8,23 +8,47 @@
 //! The demerit figure is Ruemmler & Wilkes's ("An Introduction to Disk
 //! Drive Modeling", 1994): the root mean square of the horizontal
 //! distance between the measured and the simulated cumulative
-//! distribution functions of access time,
+//! distribution functions of access time. Two versions are reported:
 //!
-//!   demerit = sqrt( ∫₀¹ (Fm⁻¹(q) − Fs⁻¹(q))² dq )   in ms,
-//!
-//! where F⁻¹ is the quantile function of each sample (the inverse of its
-//! empirical CDF, a step function). With n measured and n simulated
-//! values sorted ascending this is sqrt(Σ (m₍ᵢ₎ − s₍ᵢ₎)² / n); samples of
-//! different sizes are integrated over the union of their steps. It is
-//! also reported as a percentage of the measured mean.
+//! - [`disksim_demerit`], the headline, computed exactly as DiskSim 4.0's
+//!   validation does (its `rms` program over its printed distributions):
+//!   both samples binned into 1750 buckets each 1% wider than the last,
+//!   the CDFs interpolated linearly between bucket boundaries, the RMS
+//!   taken over quantiles 0.0001, 0.0002, ... 1. This is the figure to set
+//!   beside DiskSim's own.
+//! - [`demerit`], the exact version on the raw samples:
+//!   sqrt( ∫₀¹ (Fm⁻¹(q) − Fs⁻¹(q))² dq ) with F⁻¹ each sample's quantile
+//!   function (a step function); with n values each, sorted,
+//!   sqrt(Σ (m₍ᵢ₎ − s₍ᵢ₎)² / n).
 
+use crate::disk::diskspecs::{self, BuildReport};
+use crate::disk::hdd::Hdd;
 use crate::disk::{CacheOutcome, Disk};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
 use crate::time::SimTime;
 use crate::trace::disksim_validation::{self as vt, Outcome, Record};
 use serde::Serialize;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// DiskSim 4.0's own demerit on each drive of its validation suite, by
+/// the name of the drive's `disksim_disk` block: measured by building
+/// DiskSim 4.0 from its public sources and running its `runvalid` (they
+/// round to the figures the script expects and that
+/// `data/disksim/README.md` quotes).
+pub const DISKSIM_DEMERITS: &[(&str, f64)] = &[
+    ("HP_C2247A_validate", 0.089932),
+    ("HP_C3323A_validate", 0.305712),
+    ("HP_C2490A_validate", 0.253831),
+    ("DEC_RZ26_validate", 0.340575),
+    ("SEAGATE_ST32171W", 0.347863),
+    ("SEAGATE_ST34501N_validate", 0.318228),
+    ("SEAGATE_ST39102LW_validate", 0.107098),
+    ("QUANTUM_QM39100TD-SW", 0.378078),
+    ("QUANTUM_TORNADO_validate", 0.267525),
+    ("IBM_DNES-309170W_validate", 0.136072),
+];
 
 /// Summary of a sample of access times, in ms.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -53,16 +77,51 @@ pub struct ClassRow {
     pub model_misses: usize,
 }
 
+/// How the model's buffer served the trace's requests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CacheCounts {
+    pub read_hits: usize,
+    pub read_partial_hits: usize,
+    pub read_misses: usize,
+    /// Writes completed once in the buffer (write-back).
+    pub writes_buffered: usize,
+    pub writes_to_media: usize,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
+    /// The parameter file given.
+    pub diskspecs: String,
     pub disk: String,
+    /// The `disksim_disk` block's name.
+    pub disk_name: String,
+    /// What was built from which file.
+    pub build: BuildReport,
     pub trace: String,
     pub requests: usize,
     pub measured: Stats,
     pub simulated: Stats,
+    /// DiskSim's figure (see the module comment), in ms.
     pub demerit_ms: f64,
     pub demerit_percent_of_mean: f64,
+    /// The exact figure on the raw samples, in ms.
+    pub demerit_exact_ms: f64,
+    /// DiskSim 4.0's own demerit on this drive, when it is one of its
+    /// validation suite's.
+    pub disksim_demerit_ms: Option<f64>,
+    pub cache: CacheCounts,
     pub classes: Vec<ClassRow>,
+    /// Whether zero-latency access was honoured (see `disk::diskspecs`).
+    pub zero_latency: bool,
+}
+
+/// Validation choices.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Honour "Immediate buffer read/write" (zero-latency access).
+    pub zero_latency: bool,
+    /// Also write one CSV row per request here.
+    pub per_request: Option<PathBuf>,
 }
 
 /// Replays `trace` against `disk` one request at a time; returns the
@@ -71,20 +130,23 @@ pub fn replay(disk: &mut dyn Disk, trace: &[Record]) -> Vec<crate::disk::Service
     let mut out = Vec::with_capacity(trace.len());
     let mut now = SimTime::ZERO;
     for (i, r) in trace.iter().enumerate() {
-        let rq = Request {
-            id: i as u32,
-            pid: 0,
-            sector: r.lbn,
-            nr_sectors: r.blocks,
-            dir: if r.write { Dir::Write } else { Dir::Read },
-            sync: true,
-            arrival: now,
-        };
-        let s = disk.service(&rq, now);
+        let s = disk.service(&request(i, r, now), now);
         now += s.total_ns + (r.delay_us * 1e3).round() as u64;
         out.push(s);
     }
     out
+}
+
+fn request(i: usize, r: &Record, now: SimTime) -> Request {
+    Request {
+        id: i as u32,
+        pid: 0,
+        sector: r.lbn,
+        nr_sectors: r.blocks,
+        dir: if r.write { Dir::Write } else { Dir::Read },
+        sync: true,
+        arrival: now,
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -108,8 +170,92 @@ pub fn stats(v: &mut [f64]) -> Stats {
     }
 }
 
+/// DiskSim's distribution of access times ("Physical access time" and
+/// "Trace access time" in its `statdefs`: 1750 buckets, scale 1000, start
+/// 0, step 1, grow 1): bucket boundaries in µs, each 1% wider than the
+/// last, from 0 to about 2 s.
+fn disksim_bucket_starts() -> Vec<i64> {
+    const BUCKETS: usize = 1750;
+    let mut starts = Vec::with_capacity(BUCKETS);
+    let mut v: i64 = 0;
+    for _ in 0..BUCKETS {
+        starts.push(v);
+        v += 1 + v.abs() / 100;
+    }
+    starts
+}
+
+/// The cumulative distribution DiskSim prints for a sample (ms): points
+/// (bucket boundary in ms, fraction of values below it, to 6 decimals),
+/// up to the first that reaches 1. Values are truncated to whole µs and
+/// counted in the bucket whose upper boundary they are below
+/// (`disksim_stat.c`, `stat_update`).
+fn disksim_cdf(values: &[f64], starts: &[i64]) -> Vec<(f64, f64)> {
+    let mut counts = vec![0u64; starts.len()];
+    let top = starts.len() - 2;
+    for &v in values {
+        let us = (v * 1000.0) as i64;
+        let i = if us < 0 {
+            0
+        } else if us >= starts[top] {
+            starts.len() - 1
+        } else {
+            // First k with us < starts[k + 1]: the bucket is k + 1.
+            starts[1..].partition_point(|&s| s <= us) + 1
+        };
+        counts[i] += 1;
+    }
+    let n = values.len() as f64;
+    let mut out = Vec::new();
+    let mut dist = 0.0f64;
+    for (i, &c) in counts.iter().enumerate() {
+        dist += c as f64 / n;
+        let y = (dist * 1e6).round() / 1e6;
+        out.push((starts[i] as f64 / 1000.0, y));
+        if y >= 1.0 {
+            break;
+        }
+    }
+    out
+}
+
+/// The demerit figure exactly as DiskSim 4.0's validation computes it
+/// (see the module comment), in ms.
+pub fn disksim_demerit(measured: &[f64], simulated: &[f64]) -> f64 {
+    if measured.is_empty() || simulated.is_empty() {
+        return f64::NAN;
+    }
+    let starts = disksim_bucket_starts();
+    let a = disksim_cdf(measured, &starts);
+    let b = disksim_cdf(simulated, &starts);
+    // The horizontal position of quantile `q` on a CDF polyline.
+    fn at(line: &[(f64, f64)], i: &mut usize, q: f64) -> f64 {
+        while *i < line.len() - 1 && line[*i].1 < q {
+            *i += 1;
+        }
+        if *i == 0 {
+            return line[0].0;
+        }
+        let (x0, y0) = line[*i - 1];
+        let (x1, y1) = line[*i];
+        if y1 == y0 {
+            return x1;
+        }
+        x0 + (q - y0) / (y1 - y0) * (x1 - x0)
+    }
+    let (mut i, mut j, mut sum, mut count) = (0usize, 0usize, 0.0f64, 0u32);
+    let mut q = 0.0001f64;
+    while q <= 1.0 {
+        let d = at(&a, &mut i, q) - at(&b, &mut j, q);
+        sum += d * d;
+        count += 1;
+        q += 0.0001;
+    }
+    (sum / count as f64).sqrt()
+}
+
 /// RMS horizontal distance between the empirical CDFs of two sorted
-/// samples (see the module comment).
+/// samples (see the module comment), in their unit.
 pub fn demerit(a: &[f64], b: &[f64]) -> f64 {
     let (na, nb) = (a.len(), b.len());
     if na == 0 || nb == 0 {
@@ -134,52 +280,153 @@ pub fn demerit(a: &[f64], b: &[f64]) -> f64 {
     sum.sqrt()
 }
 
-/// Replays `trace` against `disk` and compares.
-pub fn validate(disk: &mut dyn Disk, trace: &[Record], trace_name: &str) -> Report {
-    let services = replay(disk, trace);
-    let mut measured: Vec<f64> = trace.iter().map(|r| r.access_us / 1e3).collect();
-    let mut simulated: Vec<f64> = services.iter().map(|s| s.total_ns as f64 / 1e6).collect();
+/// Per-class accumulator.
+#[derive(Default, Clone)]
+struct Acc {
+    count: usize,
+    measured: f64,
+    simulated: f64,
+    hits: usize,
+    partial: usize,
+    misses: usize,
+}
+
+/// Replays a validation trace (read line by line) against `disk`, named
+/// `disk_name`, and compares. Requests beyond the disk are errors naming
+/// the trace line.
+pub fn validate_reader(
+    disk: &mut dyn Disk,
+    trace: impl std::io::BufRead,
+    trace_name: &str,
+    per_request: Option<&mut dyn Write>,
+) -> Result<(Vec<f64>, Vec<f64>, CacheCounts, Vec<ClassRow>)> {
+    let cap = disk.capacity_sectors();
+    let mut measured = Vec::new();
+    let mut simulated = Vec::new();
+    let mut cache = CacheCounts::default();
+    let mut acc: [[Acc; 4]; 2] = Default::default();
+    let mut now = SimTime::ZERO;
+    let mut out = per_request;
+    if let Some(w) = out.as_deref_mut() {
+        writeln!(w, "index,dir,outcome,lbn,blocks,measured_ms,simulated_ms,model_cache")
+            .map_err(|e| Error::Spec { file: "per-request CSV".into(), message: e.to_string() })?;
+    }
+    let mut i = 0usize;
+    for r in vt::records(trace, trace_name) {
+        let r = r?;
+        if r.lbn >= cap || r.blocks as u64 > cap - r.lbn {
+            return Err(Error::Line {
+                file: trace_name.to_string(),
+                line: r.line,
+                message: format!(
+                    "LBN {} + {} blocks ends past the disk's {cap} sectors ({})",
+                    r.lbn,
+                    r.blocks,
+                    disk.describe()
+                ),
+            });
+        }
+        let s = disk.service(&request(i, &r, now), now);
+        now += s.total_ns + (r.delay_us * 1e3).round() as u64;
+        let (m, t) = (r.access_us / 1e3, s.total_ns as f64 / 1e6);
+        measured.push(m);
+        simulated.push(t);
+        match (r.write, s.cache) {
+            (false, CacheOutcome::Hit) => cache.read_hits += 1,
+            (false, CacheOutcome::Partial) => cache.read_partial_hits += 1,
+            (false, CacheOutcome::Miss) => cache.read_misses += 1,
+            (true, CacheOutcome::Miss) => cache.writes_to_media += 1,
+            (true, _) => cache.writes_buffered += 1,
+        }
+        let a = &mut acc[r.write as usize][r.outcome as usize];
+        a.count += 1;
+        a.measured += m;
+        a.simulated += t;
+        match s.cache {
+            CacheOutcome::Hit => a.hits += 1,
+            CacheOutcome::Partial => a.partial += 1,
+            CacheOutcome::Miss => a.misses += 1,
+        }
+        if let Some(w) = out.as_deref_mut() {
+            let c = match s.cache {
+                CacheOutcome::Hit => "hit",
+                CacheOutcome::Partial => "partial",
+                CacheOutcome::Miss => "miss",
+            };
+            writeln!(w, "{i},{},{},{},{},{m:.6},{t:.6},{c}", if r.write { "W" } else { "R" }, r.outcome.name(), r.lbn, r.blocks)
+                .map_err(|e| Error::Spec { file: "per-request CSV".into(), message: e.to_string() })?;
+        }
+        i += 1;
+    }
+    if measured.is_empty() {
+        return Err(Error::Spec { file: trace_name.to_string(), message: "the trace has no requests".into() });
+    }
     let mut classes = Vec::new();
-    for write in [false, true] {
+    for (w, row) in acc.iter().enumerate() {
         for outcome in [Outcome::Hit, Outcome::Miss, Outcome::Doub, Outcome::Trip] {
-            let idx: Vec<usize> =
-                (0..trace.len()).filter(|&i| trace[i].write == write && trace[i].outcome == outcome).collect();
-            if idx.is_empty() {
+            let a = &row[outcome as usize];
+            if a.count == 0 {
                 continue;
             }
-            let n = idx.len() as f64;
-            let count = |c: CacheOutcome| idx.iter().filter(|&&i| services[i].cache == c).count();
+            let n = a.count as f64;
             classes.push(ClassRow {
-                class: format!("{} {}", if write { "W" } else { "R" }, outcome.name()),
-                count: idx.len(),
-                measured_mean_ms: idx.iter().map(|&i| measured[i]).sum::<f64>() / n,
-                simulated_mean_ms: idx.iter().map(|&i| simulated[i]).sum::<f64>() / n,
-                model_hits: count(CacheOutcome::Hit),
-                model_partial_hits: count(CacheOutcome::Partial),
-                model_misses: count(CacheOutcome::Miss),
+                class: format!("{} {}", if w == 1 { "W" } else { "R" }, outcome.name()),
+                count: a.count,
+                measured_mean_ms: a.measured / n,
+                simulated_mean_ms: a.simulated / n,
+                model_hits: a.hits,
+                model_partial_hits: a.partial,
+                model_misses: a.misses,
             });
         }
     }
+    Ok((measured, simulated, cache, classes))
+}
+
+/// Loads a DiskSim parameter file and a validation trace, and compares.
+pub fn validate_files(diskspecs: &Path, trace: &Path, opts: &Options) -> Result<Report> {
+    let dopts = diskspecs::Options { zero_latency: opts.zero_latency };
+    let (params, build) = diskspecs::load_with_report(diskspecs, &dopts)?;
+    let disk_name = params.name.clone();
+    let mut disk = Hdd::new(params)?;
+    let text = crate::disk::paramfile::read_text_file(trace, vt::MAX_TRACE_FILE)?;
+    let trace_name = trace.display().to_string();
+    let mut csv = match &opts.per_request {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).map_err(|e| Error::Io { path: p.clone(), source: e })?,
+        )),
+        None => None,
+    };
+    let (mut measured, mut simulated, cache, classes) = validate_reader(
+        &mut disk,
+        text.as_bytes(),
+        &trace_name,
+        csv.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    if let (Some(mut w), Some(p)) = (csv, &opts.per_request) {
+        w.flush().map_err(|e| Error::Io { path: p.clone(), source: e })?;
+    }
+    let d = disksim_demerit(&measured, &simulated);
     let m = stats(&mut measured);
     let s = stats(&mut simulated);
-    let d = demerit(&measured, &simulated);
-    Report {
+    let exact = demerit(&measured, &simulated);
+    Ok(Report {
+        diskspecs: diskspecs.display().to_string(),
         disk: disk.describe(),
-        trace: trace_name.to_string(),
-        requests: trace.len(),
+        disksim_demerit_ms: DISKSIM_DEMERITS.iter().find(|(n, _)| *n == disk_name).map(|x| x.1),
+        disk_name,
+        build,
+        trace: trace_name,
+        requests: measured.len(),
         demerit_percent_of_mean: 100.0 * d / m.mean_ms,
         measured: m,
         simulated: s,
         demerit_ms: d,
+        demerit_exact_ms: exact,
+        cache,
         classes,
-    }
-}
-
-/// Loads a DiskSim parameter file and a validation trace, and compares.
-pub fn validate_files(diskspecs: &Path, trace: &Path) -> Result<Report> {
-    let mut disk = crate::disk::hdd::Hdd::new(crate::disk::diskspecs::load(diskspecs)?)?;
-    let records = vt::read(trace)?;
-    Ok(validate(&mut disk, &records, &trace.display().to_string()))
+        zero_latency: opts.zero_latency,
+    })
 }
 
 #[cfg(test)]
@@ -196,6 +443,24 @@ mod tests {
         assert!(demerit(&[1.0, 3.0], &[1.0, 1.0, 3.0, 3.0]).abs() < 1e-12);
         // One step off over a quarter of the mass: sqrt(0.25 · 4) = 1.
         assert!((demerit(&[0.0, 0.0, 0.0, 2.0], &[0.0, 0.0, 0.0, 4.0]) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn disksim_demerit_bins_like_disksim() {
+        // DiskSim's buckets: 0, 1, 2, ... µs, widening by 1% from 100 µs.
+        let s = disksim_bucket_starts();
+        assert_eq!(&s[..3], &[0, 1, 2]);
+        assert_eq!((s[100], s[101], s[102]), (100, 102, 104));
+        // Identical samples: 0. A sample shifted by 1 ms, values spread over
+        // 10..20 ms: close to 1 (the 1% buckets blur it a little).
+        let a: Vec<f64> = (0..1000).map(|i| 10.0 + i as f64 / 100.0).collect();
+        assert_eq!(disksim_demerit(&a, &a), 0.0);
+        let b: Vec<f64> = a.iter().map(|x| x + 1.0).collect();
+        let d = disksim_demerit(&a, &b);
+        assert!((d - 1.0).abs() < 0.02, "{d}");
+        // Values within one bucket are one point of the CDF: two samples
+        // that differ only inside buckets have demerit 0.
+        assert_eq!(disksim_demerit(&[15.0001, 15.0002], &[15.0002, 15.0001]), 0.0);
     }
 
     #[test]

@@ -49,12 +49,27 @@ def _console():
     return Console(stderr=False)
 
 
-def _execute(exp, args) -> int:
-    from iolab import report
+def _execute(exp, args, base_dir: str = "") -> int:
+    from iolab import _iolab
     from iolab.cli.progress import run_with_progress
+    from rich.markup import escape
 
     console = _console()
+    if not args.quiet:
+        # Which disk was built, from which file (disk, model, bus, controller).
+        disk = json.dumps(json.loads(exp.spec_json())["disk"])
+        for line in _iolab.disk_report(disk, base_dir):
+            console.print(escape(line), soft_wrap=True, highlight=False)
     outcome = run_with_progress([exp], workers=args.jobs, quiet=args.quiet)[0]
+    try:
+        return _report(outcome, args, console)
+    finally:
+        outcome.store.close()
+
+
+def _report(outcome, args, console) -> int:
+    from iolab import report
+
     # Summaries only in memory; the files get every run in full, streamed.
     doc = outcome.summary_document()
     if doc["runs"]:
@@ -78,7 +93,7 @@ def cmd_run(args) -> int:
     from iolab.simulate import load_spec, parse_overrides
 
     exp = load_spec(args.spec, parse_overrides(args.overrides))
-    return _execute(exp, args)
+    return _execute(exp, args, str(Path(args.spec).parent))
 
 
 def cmd_compare(args) -> int:

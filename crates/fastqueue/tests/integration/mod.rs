@@ -1,8 +1,10 @@
 mod basic;
 mod corrupt;
 mod crash;
+mod hostile;
 mod killloop;
 mod torn;
+mod visibility;
 
 use std::time::Duration;
 

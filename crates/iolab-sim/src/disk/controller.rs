@@ -1,22 +1,27 @@
 //! The drive's controller: command processing overheads and the host bus.
 //!
-//! A SCSI drive of the HP C2247A's era handles a command like this
-//! (DiskSim 4.0's disk model, whose parameter names are quoted): it spends
-//! a command overhead that depends on the request and on the previous one
-//! ("Read hit over. after read", "Read miss over. after write", ...); the
-//! mechanism may start moving only when that overhead is done. A read miss
-//! then disconnects from the bus, reads from the media into its buffer, and
-//! reconnects ("First reselect overhead") once a fraction of the request
-//! is buffered ("High (read) water mark", by request size), then sends the
-//! blocks at the bus rate ("Read block transfer time" of the bus), never
-//! ahead of the media; last comes "Read completion overhead". A write
-//! without write-back caching takes its data over the bus first ("Data
-//! preparation overhead", then "Write block transfer time"), disconnects
+//! A SCSI drive handles a command like this (DiskSim 4.0's disk model,
+//! whose parameter names are quoted): it spends a command overhead that
+//! depends on the request, on whether the buffer serves it, and on the
+//! previous request ("Read hit over. after read", "Read miss over. after
+//! write", ...); the mechanism may start moving only when that overhead is
+//! done. A read the buffer cannot serve at once disconnects from the bus
+//! ("Read disconnect afterread/afterwrite"), reads from the media into its
+//! buffer, and reconnects ("First reselect overhead", then "Data
+//! preparation overhead") once enough is buffered ("High (read) water
+//! mark", a fraction of the request or of the segment); it then sends
+//! blocks at the bus rate, never ahead of the media, and either holds the
+//! bus while waiting for more ("Hold bus entire read xfer") or disconnects
+//! and reconnects at the watermark again. Last comes "Read completion
+//! overhead". A write takes its data over the bus first, disconnects
 //! ("Write disconnect overhead"), writes the media, reconnects and
-//! completes. When the previous request was a write and this write does
-//! not continue it, the HP drive disconnects once more before taking the
-//! data ("Extra write disconnect" and the "Extradisc ..." values); the
-//! measured trace marks those writes "Trip", the others "Doub".
+//! completes ("Write completion overhead"); with write-back ("Fast write
+//! level") it completes once the data is buffered. A drive that "Never
+//! disconnect"s keeps the bus throughout. When the previous request was a
+//! write and this write does not continue it, the HP C2247A disconnects
+//! once more before taking the data ("Extra write disconnect" and the
+//! "Extradisc ..." values); its measured trace marks those writes "Trip",
+//! the others "Doub".
 
 /// The "Extradisc ..." values, in ms.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,7 +39,8 @@ pub struct ExtraDisconnect {
 }
 
 /// Overheads (ms), indexed `[after_read, after_write]` where they depend
-/// on the previous request's direction, and the bus.
+/// on the previous request's direction, and the bus. Every value already
+/// includes "Time scale for overheads".
 #[derive(Clone, Debug, PartialEq)]
 pub struct Controller {
     pub read_hit_ms: [f64; 2],
@@ -49,21 +55,39 @@ pub struct Controller {
     pub read_disconnect_ms: [f64; 2],
     pub write_disconnect_ms: f64,
     pub extra_disconnect: Option<ExtraDisconnect>,
-    /// Host bus time per 512-byte block, reading and writing.
+    /// "Per-request overhead time": before anything else.
+    pub per_request_ms: f64,
+    /// Host bus time per 512-byte block, reading and writing: the slower
+    /// of the disk's bus and the disk's own "Bulk sector transfer time".
     pub bus_read_block_ms: f64,
     pub bus_write_block_ms: f64,
-    /// Fraction of a read request buffered before the drive reconnects.
+    /// Fraction (of the request or of the segment, `watermark_by_request`)
+    /// buffered before a read reconnects, and left before a write does.
     pub read_watermark: f64,
+    pub write_watermark: f64,
+    pub watermark_by_request: bool,
     /// "Minimum seek delay": a write's positioning takes at least this
-    /// long, even on the track the head is on (DiskSim applies it to
-    /// writes that do not continue a write stream in the same instant).
+    /// long, even on the track the head is on.
     pub min_write_seek_ms: f64,
+    pub never_disconnect: bool,
+    pub hold_bus_read: bool,
+    pub hold_bus_write: bool,
+    /// A read hit may send its data while the mechanism serves something
+    /// else ("Allow sneaky full/partial read hits").
+    pub sneaky_full_read_hits: bool,
+    pub sneaky_partial_read_hits: bool,
+    /// A write may fill a buffer segment while the mechanism serves
+    /// something else ("Allow write prebuffering").
+    pub write_prebuffering: bool,
+    /// A prefetch interrupted while seeking or in a sector cannot be cut
+    /// short: the new request waits for it ("Disconnect write if seek").
+    pub wait_for_prefetch_step: bool,
 }
 
 impl Controller {
     /// A controller with one overhead for every command, no disconnect
-    /// costs and the given bus time per block: the "controller overhead"
-    /// of Ruemmler & Wilkes's model.
+    /// costs, the bus held during transfers, and the given bus time per
+    /// block: the "controller overhead" of Ruemmler & Wilkes's model.
     pub fn simple(overhead_ms: f64, bus_block_ms: f64) -> Controller {
         Controller {
             read_hit_ms: [overhead_ms; 2],
@@ -78,45 +102,63 @@ impl Controller {
             read_disconnect_ms: [0.0; 2],
             write_disconnect_ms: 0.0,
             extra_disconnect: None,
+            per_request_ms: 0.0,
             bus_read_block_ms: bus_block_ms,
             bus_write_block_ms: bus_block_ms,
             read_watermark: 0.0,
+            write_watermark: 0.0,
+            watermark_by_request: true,
             min_write_seek_ms: 0.0,
+            never_disconnect: false,
+            hold_bus_read: true,
+            hold_bus_write: true,
+            sneaky_full_read_hits: false,
+            sneaky_partial_read_hits: false,
+            write_prebuffering: false,
+            wait_for_prefetch_step: false,
         }
     }
 
-    /// All values must be finite and non-negative; the watermark in [0, 1].
+    /// All values must be finite and non-negative; the watermarks in [0, 1].
     pub fn check(&self, what: &str) -> crate::error::Result<()> {
-        let mut v: Vec<f64> = Vec::new();
-        for a in [self.read_hit_ms, self.read_miss_ms, self.write_hit_ms, self.write_miss_ms] {
-            v.extend(a);
+        let mut v: Vec<(&str, f64)> = Vec::new();
+        for (name, a) in [
+            ("read hit overhead", self.read_hit_ms),
+            ("read miss overhead", self.read_miss_ms),
+            ("write hit overhead", self.write_hit_ms),
+            ("write miss overhead", self.write_miss_ms),
+            ("read disconnect overhead", self.read_disconnect_ms),
+        ] {
+            v.extend(a.iter().map(|x| (name, *x)));
         }
-        v.extend(self.read_disconnect_ms);
         v.extend([
-            self.read_complete_ms,
-            self.write_complete_ms,
-            self.data_prep_ms,
-            self.reselect_first_ms,
-            self.reselect_other_ms,
-            self.write_disconnect_ms,
-            self.min_write_seek_ms,
-            self.bus_read_block_ms,
-            self.bus_write_block_ms,
+            ("read completion overhead", self.read_complete_ms),
+            ("write completion overhead", self.write_complete_ms),
+            ("data preparation overhead", self.data_prep_ms),
+            ("first reselect overhead", self.reselect_first_ms),
+            ("other reselect overhead", self.reselect_other_ms),
+            ("write disconnect overhead", self.write_disconnect_ms),
+            ("per-request overhead", self.per_request_ms),
+            ("minimum seek delay", self.min_write_seek_ms),
+            ("bus read block transfer time", self.bus_read_block_ms),
+            ("bus write block transfer time", self.bus_write_block_ms),
         ]);
         if let Some(e) = &self.extra_disconnect {
             v.extend([
-                e.command_ms,
-                e.disconnect_ms,
-                e.inter_disconnect_ms,
-                e.second_disconnect_ms,
-                e.seek_delta_ms,
+                ("extradisc command overhead", e.command_ms),
+                ("extradisc disconnect overhead", e.disconnect_ms),
+                ("extradisc inter-disconnect delay", e.inter_disconnect_ms),
+                ("extradisc 2nd disconnect overhead", e.second_disconnect_ms),
+                ("extradisc seek delta", e.seek_delta_ms),
             ]);
         }
-        if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(crate::error::Error::invalid(what, "overheads must be finite and >= 0"));
+        if let Some((name, x)) = v.iter().find(|(_, x)| !x.is_finite() || *x < 0.0) {
+            return Err(crate::error::Error::invalid(what, format!("{name} must be finite and >= 0 ms, not {x}")));
         }
-        if !(0.0..=1.0).contains(&self.read_watermark) {
-            return Err(crate::error::Error::invalid(what, "read watermark must be in [0, 1]"));
+        for (name, w) in [("read watermark", self.read_watermark), ("write watermark", self.write_watermark)] {
+            if !(0.0..=1.0).contains(&w) {
+                return Err(crate::error::Error::invalid(what, format!("{name} must be in [0, 1], not {w}")));
+            }
         }
         Ok(())
     }

@@ -1,20 +1,29 @@
-//! A mechanical disk drive: controller, arm, spinning platters, buffer.
+//! A mechanical disk drive: controller, buffer, arm, spinning platters.
 //!
-//! Service of one request = controller overhead + seek (or head switch,
-//! plus write settle) + rotational latency + media transfer, with the bus
-//! transfer overlapped as the controller allows (`controller.rs`), and
-//! the buffer's hits and read-ahead (`cache.rs`). The platters turn from
-//! time 0 at a fixed speed, so the angle under the heads at any instant is
-//! known: a request that reaches its track at angle a waits until its
-//! first sector's angle comes round (`layout.rs` gives that angle).
+//! Each request is served in three coupled parts, as DiskSim 4.0's disk
+//! model serves it (its manual's parameters; see `controller.rs`,
+//! `cache.rs`, `media.rs`):
 //!
-//! Internally times are absolute f64 nanoseconds (exact to well under a
-//! nanosecond for runs of days); results are rounded to whole ns. No
-//! allocation happens per request.
+//! 1. the buffer: which segment the request uses and whether it hits;
+//!    what the mechanism was doing (a read-ahead, a write-back) and
+//!    whether and when that stops;
+//! 2. the media: command overhead, then seek (or head switch, plus write
+//!    settle), rotational latency and sector transfers, track by track;
+//! 3. the bus: when the drive connects to send or take data, how it
+//!    follows the media (watermarks, holding the bus or reconnecting), and
+//!    the completion.
+//!
+//! Between requests the mechanism may go on reading ahead into the buffer
+//! or writing back buffered writes; that background work is worked out
+//! lazily when the next request arrives. Times are absolute f64
+//! nanoseconds (exact to well under a nanosecond for runs of days);
+//! results are rounded to whole ns. Scratch buffers are reused, so a
+//! request allocates nothing.
 
-use super::cache::{Cache, CacheParams, ReadAhead};
+use super::cache::{CacheParams, FastWrite, Hit, OverRequested, ReadAhead, SegState, SegmentTable};
 use super::controller::Controller;
 use super::layout::Layout;
+use super::media::{avail_at, frac, Head, Media, Phase, Reach, Run};
 use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
@@ -33,9 +42,29 @@ pub struct HddParams {
     pub cache: CacheParams,
 }
 
-/// Rotations closer than this to a full turn count as no wait: the next
-/// sector of a stream is exactly under the head (float rounding aside).
-const SAME_ANGLE_REVS: f64 = 1e-7;
+/// A read-ahead going on into segment `seg`: the stream's head as of
+/// sector `next` (the first not yet read), reading on up to `limit`; it
+/// may not be stopped before `min`. `stepping`: the head is already on
+/// its track passing sector after sector (no new landing).
+#[derive(Copy, Clone, Debug, PartialEq)]
+struct Prefetch {
+    seg: usize,
+    head: Head,
+    next: u64,
+    limit: u64,
+    min: u64,
+    stepping: bool,
+}
+
+/// What the mechanism does between requests.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Activity {
+    Idle,
+    Prefetch(Prefetch),
+    /// Writing back segment `seg` until `head.t` (the written sectors are
+    /// in `Hdd::flush_runs`).
+    Flush { seg: usize, head: Head },
+}
 
 pub struct Hdd {
     name: String,
@@ -43,31 +72,34 @@ pub struct Hdd {
     mech: Arc<Mechanics>,
     ctrl: Controller,
     period_ns: f64,
-    /// Cylinder and head the arm is on (as of the last request's end, or
-    /// of the read-ahead's origin while one runs).
-    pos: (u32, u32),
-    /// The mechanism is busy (writing back) until then.
-    mech_free_ns: f64,
-    /// When the write-back media pass of the last write began.
-    destage_start_ns: f64,
-    /// Direction of the previous request: 0 read, 1 write.
-    last_dir: usize,
-    /// End sector of the previous request if it was a write.
-    last_write_end: Option<u64>,
-    cache: Cache,
+    table: SegmentTable,
+    /// The arm: where it is and when it is free, when no activity runs.
+    arm: Head,
+    activity: Activity,
+    /// The previous request was a write (overheads depend on it).
+    last_write: bool,
+    runs: Vec<Run>,
+    flush_runs: Vec<Run>,
+    scratch: Vec<Run>,
+    /// The last read-ahead progress worked out: (prefetch, at, head,
+    /// frontier, phase). A request works it out in `catch_up` and again
+    /// when it stops the read-ahead, at the same instant; the second time
+    /// comes from here.
+    memo: Option<(Prefetch, f64, Head, u64, Option<Phase>)>,
 }
 
-/// What a pass of the head over some sectors cost.
+/// Where a request's media time went, for [`Service`].
 #[derive(Copy, Clone, Debug, Default)]
 struct Walk {
-    /// When the first sector started under the head.
-    start_ns: f64,
-    end_ns: f64,
-    pos: (u32, u32),
     seek_ns: f64,
     rot_ns: f64,
     xfer_ns: f64,
     cylinders: u32,
+}
+
+#[inline]
+fn ms(v: f64) -> f64 {
+    v * 1e6
 }
 
 impl Hdd {
@@ -75,19 +107,24 @@ impl Hdd {
         if !(p.rpm.is_finite() && p.rpm > 0.0) {
             return Err(Error::invalid(format!("{}: rpm", p.name), "must be a positive number"));
         }
-        p.mechanics.seek.check(&format!("{}: seek curve", p.name))?;
+        p.mechanics.check(&format!("{}: mechanics", p.name))?;
         p.controller.check(&format!("{}: controller", p.name))?;
+        if p.cache.segment_sectors == 0 || p.cache.segments == 0 {
+            return Err(Error::invalid(format!("{}: cache", p.name), "needs at least one segment of at least one sector"));
+        }
         Ok(Hdd {
             period_ns: 60e9 / p.rpm,
             layout: Arc::new(p.layout),
             mech: Arc::new(p.mechanics),
             ctrl: p.controller,
-            pos: (0, 0),
-            mech_free_ns: 0.0,
-            destage_start_ns: 0.0,
-            last_dir: 0,
-            last_write_end: None,
-            cache: Cache::new(p.cache),
+            table: SegmentTable::new(p.cache),
+            arm: Head { pos: (0, 0), t: 0.0 },
+            activity: Activity::Idle,
+            last_write: false,
+            runs: Vec::new(),
+            flush_runs: Vec::new(),
+            scratch: Vec::new(),
+            memo: None,
             name: p.name,
         })
     }
@@ -96,242 +133,579 @@ impl Hdd {
         &self.layout
     }
 
-    /// Time until the sector starting at `angle` (revolutions) comes under
-    /// the head, for a head that is on the track at `t_ns`.
-    #[inline]
-    fn rot_wait(&self, t_ns: f64, angle: f64) -> f64 {
-        let now = (t_ns / self.period_ns).fract();
-        let mut d = angle - now;
-        if d < 0.0 {
-            d += 1.0;
+    fn reach(&self) -> Reach {
+        match self.table.params.read_ahead {
+            ReadAhead::TrackEnd => Reach::Track,
+            ReadAhead::CylinderEnd => Reach::Cylinder,
+            _ => Reach::Anywhere,
         }
-        if d > 1.0 - SAME_ANGLE_REVS {
-            d = 0.0;
-        }
-        d * self.period_ns
     }
 
-    /// Passes over sectors `lbn..lbn+n` starting from `pos` at `t`, track
-    /// by track; `on_run(i, k, start, sector_ns)` is told when each run of
-    /// `k` sectors from the i-th starts. A write gives `data` = (instant
-    /// its data starts crossing the bus, ns per block): sector i can be
-    /// written only once block i is in the buffer, checked sector by
-    /// sector ("Calc sector by sector"); when the head reaches a sector
-    /// whose data has not arrived it has to wait for it to come round
-    /// again, a whole revolution later.
-    fn walk(
-        &self,
-        mut pos: (u32, u32),
-        mut t: f64,
-        lbn: u64,
-        n: u64,
-        data: Option<(f64, f64)>,
-        min_first_move: f64,
-        mut on_run: impl FnMut(u64, u64, f64, f64),
-    ) -> Walk {
-        let mut w = Walk { pos, ..Walk::default() };
-        let mut done = 0;
-        while done < n {
-            let loc = self.layout.locate(lbn + done);
-            let k = (loc.run as u64).min(n - done);
-            let to = (loc.cyl, loc.head);
-            if done == 0 {
-                w.cylinders = pos.0.abs_diff(loc.cyl);
-            }
-            let mut mv = self.mech.move_ns(pos, to, data.is_some());
-            if done == 0 {
-                mv = mv.max(min_first_move);
-            }
-            let arrive = t + mv;
-            let st = self.period_ns / loc.sectors_per_track as f64;
-            let wait = self.rot_wait(arrive, loc.angle);
-            let start = arrive + wait;
-            if done == 0 {
-                w.start_ns = start;
-            }
-            on_run(done, k, start, st);
-            w.seek_ns += mv;
-            w.rot_ns += wait;
-            w.xfer_ns += k as f64 * st;
-            t = match data {
-                None => start + k as f64 * st,
-                Some((bus, bw)) => {
-                    let (end, lost) = self.write_run(start, done, k, st, bus, bw);
-                    w.rot_ns += lost;
-                    end
+    /// The read-ahead limit for a read of `start..end` into `seg`.
+    fn ra_limit(&self, seg: usize, start: u64, end: u64) -> u64 {
+        let l = &self.layout;
+        let cap = l.mapped();
+        self.table.read_ahead_limit(seg, start, end, cap, |lbn| {
+            let (first, last) = l.track_span(lbn);
+            (first, last + 1, l.locate(lbn).sectors_per_track as u64)
+        })
+    }
+
+    /// Brings background work up to `t`: a finished read-ahead or write-back
+    /// ends; a running read-ahead's buffered sectors are noted.
+    fn catch_up(&mut self, t: f64) {
+        match self.activity {
+            Activity::Idle => {}
+            Activity::Flush { seg, head } => {
+                if head.t <= t {
+                    self.end_flush(seg, head);
                 }
-            };
-            pos = to;
-            done += k;
-        }
-        w.end_ns = t;
-        w.pos = pos;
-        w
-    }
-
-    /// Writes `k` sectors from the i-th, the head over the first at
-    /// `start`, block g arriving at `bus + (g+1)·bw`. Returns the end and
-    /// the revolutions lost waiting for data.
-    fn write_run(&self, start: f64, i: u64, k: u64, st: f64, bus: f64, bw: f64) -> (f64, f64) {
-        let (mut s, mut j, mut lost) = (start, 0u64, 0.0);
-        while j < k {
-            let g = i + j;
-            let avail = bus + (g + 1) as f64 * bw;
-            if avail > s {
-                let turns = ((avail - s) / self.period_ns).ceil() * self.period_ns;
-                s += turns;
-                lost += turns;
             }
-            // Sectors g, g+1, ... writable without waiting: block g+m
-            // arrives by the time the head reaches its sector.
-            let m = if bw > st { ((s - avail) / (bw - st)).floor() as u64 + 1 } else { k - j };
-            let m = m.clamp(1, k - j);
-            j += m;
-            s += m as f64 * st;
-        }
-        (s, lost)
-    }
-
-    /// Where the read-ahead `a` has got to by `until`: the stream re-based
-    /// at its frontier (next unread sector, when and where the head stands
-    /// ready for it). The stream reads whole sectors; it stops at `limit`.
-    fn ahead_at(&self, a: &ReadAhead, until: f64) -> ReadAhead {
-        let mut r = *a;
-        while r.next < r.limit {
-            let loc = self.layout.locate(r.next);
-            let k = (loc.run as u64).min(r.limit - r.next);
-            let to = (loc.cyl, loc.head);
-            let arrive = r.from_ns + self.mech.move_ns(r.pos, to, false);
-            let start = arrive + self.rot_wait(arrive, loc.angle);
-            if start >= until {
-                break;
+            Activity::Prefetch(p) => {
+                let (head, frontier, phase) = self.progress(p, t);
+                let s = &mut self.table.segs[p.seg];
+                s.end = s.end.max(frontier);
+                self.table.wrap(p.seg);
+                if phase.is_none() {
+                    self.table.segs[p.seg].state = SegState::Clean;
+                    self.arm = head;
+                    self.activity = Activity::Idle;
+                }
             }
-            let st = self.period_ns / loc.sectors_per_track as f64;
-            let got = (((until - start) / st).floor() as u64).min(k);
-            r.next += got;
-            r.from_ns = start + got as f64 * st;
-            r.pos = to;
-            if got < k {
-                break;
-            }
-        }
-        r
-    }
-
-    /// The arm position and read-ahead frontier at `t`, without changing
-    /// anything.
-    fn peek(&self, t: f64) -> ((u32, u32), Option<ReadAhead>) {
-        match &self.cache.ahead {
-            Some(a) => {
-                let r = self.ahead_at(a, t);
-                (r.pos, Some(r))
-            }
-            None => (self.pos, None),
         }
     }
 
-    fn ms(v: f64) -> f64 {
-        v * 1e6
+    /// Where read-ahead `p` has got to at `t` (see [`Media::progress`]).
+    fn progress(&mut self, p: Prefetch, t: f64) -> (Head, u64, Option<Phase>) {
+        if let Some((q, at, head, frontier, phase)) = self.memo {
+            if q == p && at == t {
+                return (head, frontier, phase);
+            }
+        }
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let immed = self.table.params.immediate_read;
+        let (head, frontier, phase) = md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch);
+        self.memo = Some((p, t, head, frontier, phase));
+        (head, frontier, phase)
+    }
+
+    fn end_flush(&mut self, seg: usize, head: Head) {
+        let p = &self.table.params;
+        let keep = p.enabled && p.read_hits_on_write_data;
+        self.table.segs[seg].state = if keep { SegState::Clean } else { SegState::Empty };
+        self.arm = head;
+        self.activity = Activity::Idle;
+    }
+
+    /// Stops the read-ahead at `t` for a new request: returns when the arm
+    /// is free, where it is, and whether the remaining step adds to the
+    /// new request's command overhead (DiskSim adds the two) rather than
+    /// overlapping it.
+    fn stop_prefetch(&mut self, p: Prefetch, t: f64) -> (Head, bool) {
+        let (head, frontier, phase) = self.progress(p, t);
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let immed = self.table.params.immediate_read;
+        let reach = self.reach();
+        let s = &mut self.table.segs[p.seg];
+        s.end = s.end.max(frontier);
+        s.state = SegState::Clean;
+        self.activity = Activity::Idle;
+        if frontier < p.min {
+            // Not stoppable before the minimum read-ahead: it goes on to
+            // there and the request waits for the arm.
+            let (h, f, _) = md.progress(p.head, p.next, p.min, immed, p.stepping, reach, f64::INFINITY, &mut self.scratch);
+            self.table.segs[p.seg].end = self.table.segs[p.seg].end.max(f);
+            self.table.wrap(p.seg);
+            return (h, false);
+        }
+        self.table.wrap(p.seg);
+        let stop_in_sector = self.table.params.stop_prefetch_in_sector;
+        let additive = !self.ctrl.wait_for_prefetch_step;
+        match phase {
+            None => (head, false),
+            Some(Phase::Seeking { until }) => {
+                let loc = self.layout.locate(frontier);
+                (Head { pos: (loc.cyl, loc.head), t: until }, additive)
+            }
+            // Waiting for its first sector after a seek, the prefetch holds
+            // no sector: it stops at once whatever "Stop prefetch in
+            // sector" says (DiskSim 4.0 lets it wait for that sector).
+            Some(Phase::Waiting { .. }) => (Head { pos: head.pos, t }, false),
+            Some(Phase::InSector { until }) => {
+                if stop_in_sector {
+                    (Head { pos: head.pos, t }, false)
+                } else {
+                    (Head { pos: head.pos, t: until }, additive)
+                }
+            }
+        }
+    }
+
+    /// When the mechanism can start on a new access for a request whose
+    /// command overhead ends at `overhead_done`: DiskSim adds the time to
+    /// finish a stopped prefetch's step to that overhead.
+    fn media_start(overhead_done: f64, now: f64, arm: Head, additive: bool) -> f64 {
+        if additive {
+            overhead_done + (arm.t - now).max(0.0)
+        } else {
+            overhead_done.max(arm.t)
+        }
     }
 
     fn read(&mut self, lbn: u64, n: u64, t0: f64) -> (f64, Walk, CacheOutcome) {
-        let prev = self.last_dir;
+        let prev = self.last_write as usize;
+        let end = lbn + n;
+        let size = self.table.params.segment_sectors;
         let c = &self.ctrl;
-        let b = Self::ms(c.bus_read_block_ms);
-        let complete = Self::ms(c.read_complete_ms);
-        let frontier = self.cache.ahead.map_or(self.cache.read.map_or(0, |r| r.end), |a| a.next);
-        let cap = self.layout.capacity();
-        if self.cache.holds(lbn, lbn + n, frontier) {
-            let end = t0 + Self::ms(c.read_hit_ms[prev] + c.data_prep_ms) + n as f64 * b + complete;
-            self.cache.after_hit(lbn + n, t0, self.pos, cap);
-            return (end, Walk::default(), CacheOutcome::Hit);
+        let bt = ms(c.bus_read_block_ms);
+        let prep = ms(c.data_prep_ms);
+        let overhead_done = t0 + ms(c.read_miss_ms[prev]);
+        let hold = c.hold_bus_read || c.never_disconnect;
+        let (read_hit, read_miss, disc) = (ms(c.read_hit_ms[prev]), ms(c.read_miss_ms[prev]), ms(c.read_disconnect_ms[prev]));
+        let (reselect, complete) = (ms(c.reselect_first_ms), ms(c.read_complete_ms));
+        let (never_disconnect, sneaky_full, sneaky_partial) =
+            (c.never_disconnect, c.sneaky_full_read_hits, c.sneaky_partial_read_hits);
+        let wm = CacheParams::watermark(c.read_watermark, c.watermark_by_request, size, n);
+
+        // 1. The buffer, and what the mechanism is doing.
+        let prefetch = match self.activity {
+            Activity::Prefetch(p) => Some(p),
+            _ => None,
+        };
+        let busy = prefetch.map(|p| p.seg);
+        let (mut seg, mut hit) = self.table.select_read(lbn, end, busy);
+        let mut hda_at = t0; // when this request may use the mechanism
+        let mut additive = false;
+        let mut swap = None; // the read-ahead this read takes over
+        let flushing = matches!(self.activity, Activity::Flush { .. }) || hit == Hit::Collision;
+        let enough = match hit {
+            Hit::Whole => true,
+            Hit::Partial => {
+                let s = &self.table.segs[seg.unwrap_or(0)];
+                self.table.params.immediate_partial_transfer || s.end.saturating_sub(lbn) >= wm.min(n)
+            }
+            _ => false,
+        };
+        let ready;
+        if flushing {
+            // The mechanism is writing back dirty data: a read waits for
+            // it (and for overlapping dirty data to reach the media),
+            // unless it may sneak its data out of the buffer meanwhile.
+            ready = never_disconnect
+                || (enough && ((hit == Hit::Whole && sneaky_full) || (hit == Hit::Partial && sneaky_partial)));
+            if let Activity::Flush { seg: fs, head } = self.activity {
+                hda_at = head.t.max(t0);
+                self.end_flush(fs, head);
+            }
+            if !ready {
+                (seg, hit) = self.table.select_read(lbn, end, None);
+            }
+        } else {
+            ready = never_disconnect || enough;
+            if let Some(p) = prefetch {
+                if seg == Some(p.seg) && matches!(hit, Hit::Whole | Hit::Partial) {
+                    swap = Some(p);
+                } else {
+                    let (arm, add) = self.stop_prefetch(p, t0);
+                    self.arm = arm;
+                    additive = add;
+                }
+            }
         }
-        if self.cache.continues_stream(lbn, frontier) {
-            // The rest of the request is still coming off the media: send
-            // what is buffered, then each block as the read-ahead reads it.
-            let bus = t0 + Self::ms(c.read_hit_ms[prev] + c.data_prep_ms);
-            self.cache.after_hit(lbn + n, t0, self.pos, cap);
-            let a = self.cache.ahead.expect("stream continues");
-            let mut latest = bus + n as f64 * b;
-            let (first, last) = (lbn.max(a.next), lbn + n);
-            let base = first - a.next;
-            let off = first - lbn;
-            let w = self.walk(a.pos, a.from_ns, a.next, last - a.next, None, 0.0, |i, k, start, st| {
-                // Blocks of this run that belong to the request.
-                let lo = i.max(base);
-                let hi = i + k;
+        let seg = match seg {
+            Some(s) => s,
+            // No segment fits (a prefetch that cannot be stopped holds the
+            // only one): wait for the arm, then take the prefetched one.
+            None => {
+                if let Some(p) = prefetch {
+                    let (arm, _) = self.stop_prefetch(p, t0);
+                    self.arm = arm;
+                    hda_at = hda_at.max(arm.t);
+                    p.seg
+                } else {
+                    self.table.select_read(lbn, end, None).0.unwrap_or(0)
+                }
+            }
+        };
+
+        // 2. The media: the sectors not yet buffered, then read-ahead.
+        self.runs.clear();
+        let s = self.table.segs[seg];
+        let buffered_to = match hit {
+            Hit::Whole => end,
+            Hit::Partial => s.end.min(end),
+            _ => lbn,
+        };
+        if hit != Hit::Whole && hit != Hit::Partial {
+            let st = &mut self.table.segs[seg];
+            st.start = lbn;
+            st.end = lbn;
+            st.min_ra = 0;
+            st.max_ra = 0;
+        }
+        let cap = self.layout.mapped();
+        let min_ra = (end + self.table.params.min_read_ahead as u64).min(cap);
+        let limit = self.ra_limit(seg, self.table.segs[seg].start.min(lbn), end).max(end);
+        {
+            let st = &mut self.table.segs[seg];
+            st.min_ra = st.min_ra.max(min_ra);
+            st.max_ra = st.max_ra.max(limit);
+        }
+        let max_ra = self.table.segs[seg].max_ra;
+        let params = &self.table.params;
+        let read_ahead = params.enabled && params.read_ahead != ReadAhead::Off;
+        let immed = params.immediate_read;
+        let read_any_free = params.read_any_free;
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let mut walk = Walk::default();
+        let mut next_activity = Activity::Idle;
+        let mut arm = self.arm;
+        let mut start_back = None;
+        if let Some(p) = swap {
+            // The read-ahead goes on as this request's access, further now.
+            let lim = p.limit.max(max_ra);
+            let (h, f) = md.read(p.head, p.next, end.max(p.next), false, immed, p.stepping, Reach::Anywhere, &mut self.runs);
+            arm = h;
+            if read_ahead && lim > f {
+                next_activity = Activity::Prefetch(Prefetch { seg, head: h, next: f, limit: lim, min: min_ra.max(p.min), stepping: true });
+            }
+            self.table.segs[seg].end = self.table.segs[seg].end.max(f.min(p.next.max(end)));
+        } else if buffered_to < end {
+            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            let head = Head { pos: self.arm.pos, t };
+            let first = self.layout.locate(buffered_to);
+            walk.cylinders = head.pos.0.abs_diff(first.cyl);
+            walk.seek_ns = self.mech.move_ns(head.pos, (first.cyl, first.head), false);
+            let track_first = if read_any_free { self.layout.track_span(buffered_to).0 } else { buffered_to };
+            if read_any_free && hit != Hit::Partial && buffered_to != track_first {
+                start_back = Some(read_any_free_start(&md, head, buffered_to, track_first));
+            }
+            let (h, f) = md.read(head, buffered_to, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
+            if let Some(r) = self.runs.first() {
+                walk.rot_ns = (r.t0 - t - walk.seek_ns).max(0.0);
+            }
+            walk.xfer_ns = (end - buffered_to) as f64 * md.period_ns / first.sectors_per_track as f64;
+            arm = h;
+            self.table.segs[seg].end = f;
+            if read_ahead && max_ra > f {
+                next_activity = Activity::Prefetch(Prefetch { seg, head: h, next: f, limit: max_ra, min: min_ra, stepping: true });
+            }
+        } else if read_ahead && self.table.params.read_ahead_on_idle_hit && s.end < max_ra {
+            // A whole hit restarts the read-ahead from the segment's end,
+            // once the command overhead is done.
+            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            next_activity = Activity::Prefetch(Prefetch {
+                seg,
+                head: Head { pos: self.arm.pos, t },
+                next: s.end,
+                limit: max_ra,
+                min: min_ra,
+                stepping: false,
+            });
+        }
+
+        // 3. The bus.
+        let before = hda_at;
+        let avail = |b: u64, runs: &[Run]| if b < buffered_to { before } else { avail_at(runs, b, before) };
+        let r = if ready {
+            let ovh = if hit == Hit::Whole || hit == Hit::Partial { read_hit } else { read_miss };
+            t0 + ovh + prep
+        } else {
+            let t_disc = t0 + read_miss + disc;
+            let t_wm = avail(lbn + wm.min(n) - 1, &self.runs);
+            t_disc.max(t_wm) + reselect + prep
+        };
+        let xfer_end = if hold {
+            let mut e = r + n as f64 * bt;
+            for run in &self.runs {
+                let lo = run.first.max(lbn);
+                let hi = run.end().min(end);
                 if lo < hi {
-                    for j in [lo, hi - 1] {
-                        let avail = start + (j - i + 1) as f64 * st;
-                        let idx = j - base + off;
-                        latest = latest.max(avail + (n - idx) as f64 * b);
+                    for b in [lo, hi - 1] {
+                        e = e.max(run.at(b).max(before) + (end - b) as f64 * bt);
                     }
                 }
-            });
-            let _ = w;
-            return (latest + complete, Walk::default(), CacheOutcome::Partial);
+            }
+            e
+        } else {
+            // Bursts of whatever is buffered; with nothing buffered the
+            // drive disconnects and reconnects at the watermark, which
+            // always has more to send.
+            let (mut out, mut t) = (lbn, r);
+            while out < end {
+                let mut a = out;
+                while a < end && avail(a, &self.runs) <= t {
+                    a += 1;
+                }
+                if a > out {
+                    t += (a - out) as f64 * bt;
+                    out = a;
+                    continue;
+                }
+                let need = wm.min(end - out);
+                t = (t + disc).max(avail(out + need - 1, &self.runs)) + reselect + prep;
+            }
+            t
+        };
+        let done = xfer_end + complete;
+
+        // 4. What stays behind.
+        let s = &mut self.table.segs[seg];
+        if let Some(b) = start_back {
+            s.start = s.start.min(b);
         }
-        // Miss: the read-ahead stops, the arm goes to the data.
-        self.cache.ahead = None;
-        let ovh = Self::ms(c.read_miss_ms[prev]);
-        let disconnect = t0 + ovh + Self::ms(c.read_disconnect_ms[prev]);
-        let wm = ((c.read_watermark * n as f64).ceil() as u64).clamp(1, n);
-        let (mut t_wm, mut latest) = (0.0f64, 0.0f64);
-        let start = (t0 + ovh).max(self.mech_free_ns);
-        let w = self.walk(self.pos, start, lbn, n, None, 0.0, |i, k, start, st| {
-            for j in [i, i + k - 1] {
-                latest = latest.max(start + (j - i + 1) as f64 * st + (n - j) as f64 * b);
+        s.last_write = false;
+        s.state = match next_activity {
+            Activity::Prefetch(_) => SegState::Reading,
+            _ if self.table.params.enabled => SegState::Clean,
+            _ => SegState::Empty,
+        };
+        if self.table.params.over_requested == OverRequested::Drop {
+            s.start = s.start.max(end.min(s.end));
+        }
+        self.table.wrap(seg);
+        self.table.touch(seg);
+        if matches!(next_activity, Activity::Idle) && swap.is_none() {
+            if buffered_to < end {
+                self.arm = arm;
             }
-            if wm > i && wm <= i + k {
-                t_wm = start + (wm - i) as f64 * st;
-            }
-        });
-        let bus = t_wm.max(disconnect) + Self::ms(self.ctrl.reselect_first_ms);
-        let end = (bus + n as f64 * b).max(latest) + complete;
-        self.pos = w.pos;
-        self.cache.after_miss(lbn, lbn + n, w.end_ns, w.pos, cap);
-        (end, w, CacheOutcome::Miss)
+        } else if let Activity::Idle = next_activity {
+            self.arm = arm;
+        }
+        self.activity = next_activity;
+        let outcome = match hit {
+            Hit::Whole => CacheOutcome::Hit,
+            Hit::Partial => CacheOutcome::Partial,
+            _ => CacheOutcome::Miss,
+        };
+        (done, walk, outcome)
     }
 
     fn write(&mut self, lbn: u64, n: u64, t0: f64) -> (f64, Walk, CacheOutcome) {
-        let prev = self.last_dir;
-        let c = &self.ctrl;
-        let sequential = self.last_write_end == Some(lbn);
-        let extra = c.extra_disconnect.as_ref().filter(|_| self.last_write_end.is_some() && !sequential);
-        // When the data starts to cross the bus, when the arm may move,
-        // what the disconnect after the data costs, and the reconnect
-        // before completion.
-        let (bus, arm, disconnect, reselect) = match extra {
-            Some(e) => (
-                t0 + Self::ms(e.command_ms + e.disconnect_ms + e.inter_disconnect_ms + c.reselect_first_ms),
-                t0 + Self::ms(e.command_ms + e.seek_delta_ms),
-                Self::ms(e.second_disconnect_ms),
-                Self::ms(c.reselect_other_ms),
+        let prev = self.last_write as usize;
+        let end = lbn + n;
+        let size = self.table.params.segment_sectors as u64;
+        let fast = self.table.params.fast_write != FastWrite::Off;
+        let c = self.ctrl.clone();
+        let ovh = ms(if fast { c.write_hit_ms[prev] } else { c.write_miss_ms[prev] });
+        let bt = ms(c.bus_write_block_ms);
+        let prep = ms(c.data_prep_ms);
+
+        // 1. The buffer, and what the mechanism is doing.
+        let mut prefetch = match self.activity {
+            Activity::Prefetch(p) => Some(p),
+            _ => None,
+        };
+        if let Some(p) = &mut prefetch {
+            let s = self.table.segs[p.seg];
+            if self.table.params.write_hit_stops_prefetch && s.overlaps(lbn, end) {
+                // A write into the data being read ahead stops it where it is.
+                p.limit = s.end.max(p.next);
+                p.min = p.min.min(p.limit);
+            }
+        }
+        let (flush_seg, flush_head) = match self.activity {
+            Activity::Flush { seg, head } => (Some(seg), head),
+            _ => (None, self.arm),
+        };
+        let owner_in = match flush_seg {
+            Some(fs) => flushed_to(&self.flush_runs, t0, self.table.segs[fs].start),
+            None => lbn,
+        };
+        let (mut seg, mut hit) = self.table.select_write(lbn, end, owner_in, prefetch.map(|p| p.seg));
+        let append = flush_seg.is_some() && seg == flush_seg && hit == Hit::Append;
+        let mut hda_at = t0;
+        let mut additive = false;
+        let hda_free = flush_seg.is_none() || append;
+        let start_now = (seg.is_some() && (hda_free || c.write_prebuffering)) || c.never_disconnect;
+        if let Some(p) = prefetch {
+            let (arm, add) = self.stop_prefetch(p, t0);
+            self.arm = arm;
+            additive = add;
+            if seg.is_none() {
+                (seg, hit) = self.table.select_write(lbn, end, lbn, None);
+            }
+        }
+        if let (Some(fs), false) = (flush_seg, append) {
+            // Wait for the write-back to finish, then pick again.
+            hda_at = flush_head.t.max(t0);
+            self.end_flush(fs, flush_head);
+            if !start_now || seg.is_none() {
+                (seg, hit) = self.table.select_write(lbn, end, lbn, None);
+            }
+        }
+        let seg = seg.unwrap_or_else(|| self.table.select_write(lbn, end, lbn, None).0.unwrap_or(0));
+        let s = self.table.segs[seg];
+        let extra = c
+            .extra_disconnect
+            .as_ref()
+            .filter(|_| start_now && !c.never_disconnect && self.table.is_mru(seg) && s.last_write && lbn != s.end);
+
+        // 2. The bus: when the data comes in.
+        let (overhead_done, r) = match (start_now, extra) {
+            (true, Some(e)) => (
+                t0 + ms(e.command_ms + e.seek_delta_ms),
+                t0 + ms(e.command_ms + e.disconnect_ms + e.inter_disconnect_ms + c.reselect_first_ms) + prep,
             ),
-            None => {
-                let ovh = Self::ms(if sequential { c.write_hit_ms[prev] } else { c.write_miss_ms[prev] });
-                (t0 + ovh + Self::ms(c.data_prep_ms), t0 + ovh, Self::ms(c.write_disconnect_ms), Self::ms(c.reselect_first_ms))
+            (true, None) => (t0 + ovh, t0 + ovh + prep),
+            (false, _) => {
+                let t_disc = t0 + ovh + ms(c.write_disconnect_ms);
+                (t0 + ovh, t_disc.max(hda_at) + ms(c.reselect_first_ms) + prep)
             }
         };
-        let bw = Self::ms(c.bus_write_block_ms);
-        let complete = Self::ms(c.write_complete_ms);
-        // With write-back, buffering is double: a write's data may come in
-        // once the previous write's media pass has begun, so sustained
-        // writes go at media speed, one write ahead of the mechanism.
-        let bus = if self.cache.params.write_back { bus.max(self.destage_start_ns) } else { bus };
-        let bus_end = bus + n as f64 * bw;
-        let min_seek = Self::ms(self.ctrl.min_write_seek_ms);
-        self.cache.on_write(lbn, lbn + n);
-        let w = self.walk(self.pos, arm.max(self.mech_free_ns), lbn, n, Some((bus, bw)), min_seek, |_, _, _, _| {});
-        self.pos = w.pos;
-        if self.cache.params.write_back {
-            self.mech_free_ns = w.end_ns;
-            self.destage_start_ns = w.start_ns;
-            return (bus_end + complete, w, CacheOutcome::Hit);
+        // "Extra write disconnect" drives (the HP C2247A) start writing
+        // the media only once enough of the request is buffered: 10
+        // sectors (or all of a shorter one), 15 for requests of 45 or more
+        // (DiskSim's disk_buffer_block_available).
+        let threshold = if c.extra_disconnect.is_some() { if n < 45 { n.min(10) } else { 15 } } else { 1 };
+        let room = if append { size.saturating_sub(lbn - owner_in).max(1) } else { size };
+
+        // 3. The media, burst by burst when the request is bigger than
+        // the room in the segment.
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let immed = self.table.params.immediate_write;
+        // "Minimum seek delay" is for nonsequential writes: a write that
+        // joins one the media is still writing is not repositioned.
+        let mintime = if append { 0.0 } else { ms(c.min_write_seek_ms) };
+        let mut head = if append {
+            flush_head
+        } else {
+            Head { pos: self.arm.pos, t: Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive) }
+        };
+        let first = self.layout.locate(lbn);
+        let mut walk = Walk { cylinders: head.pos.0.abs_diff(first.cyl), ..Walk::default() };
+        walk.seek_ns = self.mech.move_ns(head.pos, (first.cyl, first.head), true).max(mintime);
+        if !append {
+            self.runs.clear();
+        } else {
+            std::mem::swap(&mut self.runs, &mut self.flush_runs);
         }
-        let end = w.end_ns.max(bus_end + disconnect) + reselect + complete;
-        (end, w, CacheOutcome::Miss)
+        let mark = self.runs.len();
+        let (mut burst_start, mut delivered, mut xfer_end) = (r, lbn, r);
+        let hold = c.hold_bus_write || c.never_disconnect;
+        let wwm = CacheParams::watermark(c.write_watermark, c.watermark_by_request, size as u32, n);
+        let mut first_burst = true;
+        while delivered < end {
+            let k = if first_burst { room.min(end - delivered) } else { (end - delivered).min(size) };
+            let (b0, from) = (burst_start, delivered);
+            let thr_at = b0 + (threshold.min(k).max(1)) as f64 * bt;
+            let data = move |x: u64| {
+                let t = b0 + (x - from + 1) as f64 * bt;
+                if x - lbn < threshold { t.max(thr_at) } else { t }
+            };
+            head = md.write(head, from, from + k, if first_burst { mintime } else { 0.0 }, immed, &data, &mut self.runs);
+            delivered += k;
+            xfer_end = b0 + k as f64 * bt;
+            if delivered >= end {
+                break;
+            }
+            // Room for more once the media has written what is buffered.
+            let freed = |j: u64, runs: &[Run]| avail_at(&runs[mark..], j, b0);
+            burst_start = if hold {
+                xfer_end.max(freed(delivered - size.min(delivered - lbn), &self.runs))
+            } else {
+                let low = delivered - wwm.min(delivered - lbn).max(1);
+                (xfer_end + ms(c.write_disconnect_ms)).max(freed(low, &self.runs)) + ms(c.reselect_first_ms) + prep
+            };
+            first_burst = false;
+        }
+        if let Some(r0) = self.runs.get(mark) {
+            walk.rot_ns = (r0.t0 - walk.seek_ns - if append { flush_head.t } else { overhead_done }).max(0.0);
+        }
+        walk.xfer_ns = n as f64 * self.period_ns / first.sectors_per_track as f64;
+        let media_end = head.t;
+
+        // 4. Completion.
+        let done = if fast {
+            xfer_end + ms(c.write_complete_ms)
+        } else {
+            let second = extra.map_or(c.write_disconnect_ms, |e| e.second_disconnect_ms);
+            let reselect = if extra.is_some() { c.reselect_other_ms } else { c.reselect_first_ms };
+            media_end.max(xfer_end + ms(second)) + ms(reselect) + ms(c.write_complete_ms)
+        };
+
+        // 5. What stays behind.
+        self.table.drop_stale(seg, lbn, end);
+        let keep = self.table.params.enabled && self.table.params.read_hits_on_write_data;
+        let st = &mut self.table.segs[seg];
+        if append {
+            st.end = end;
+        } else {
+            st.start = lbn;
+            st.end = end;
+        }
+        st.last_write = true;
+        st.min_ra = 0;
+        st.max_ra = 0;
+        self.table.touch(seg);
+        if fast {
+            self.table.segs[seg].state = SegState::Writing;
+            if append {
+                std::mem::swap(&mut self.runs, &mut self.flush_runs);
+            } else {
+                self.flush_runs.clear();
+                self.flush_runs.extend_from_slice(&self.runs);
+            }
+            self.activity = Activity::Flush { seg, head };
+        } else {
+            self.table.segs[seg].state = if keep { SegState::Clean } else { SegState::Empty };
+            self.arm = head;
+            self.activity = Activity::Idle;
+        }
+        let outcome = if fast { CacheOutcome::Hit } else { CacheOutcome::Miss };
+        let _ = hit;
+        (done, walk, outcome)
     }
+
+    /// The arm position at `t` without changing anything.
+    fn peek_arm(&self, t: f64) -> (u32, u32) {
+        match self.activity {
+            Activity::Idle => self.arm.pos,
+            Activity::Flush { head, .. } => head.pos,
+            Activity::Prefetch(p) => {
+                let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+                let mut scratch = Vec::new();
+                let (h, _, _) = md.progress(p.head, p.next, p.limit, self.table.params.immediate_read, p.stepping, self.reach(), t, &mut scratch);
+                h.pos
+            }
+        }
+    }
+}
+
+
+/// The segment start after a read miss with "Read any free blocks": the
+/// sectors of `from`'s track before it that pass under the head while it
+/// waits for `from` are buffered too — from where the head lands if that
+/// is before `from`, else from the track's first LBN, which comes round
+/// first.
+fn read_any_free_start(md: &Media, head: Head, from: u64, track_first: u64) -> u64 {
+    let loc = md.layout.locate(from);
+    let first = md.layout.locate(track_first);
+    let arrive = head.t + md.mech.move_ns(head.pos, (loc.cyl, loc.head), false);
+    let spt = loc.sectors_per_track as f64;
+    let mut off = (frac(arrive / md.period_ns) - first.angle) * spt;
+    if off < 0.0 {
+        off += spt;
+    }
+    let landing = track_first + off.ceil() as u64 % loc.sectors_per_track as u64;
+    if landing <= from {
+        landing
+    } else {
+        track_first
+    }
+}
+
+/// The first sector of a write-back not yet on the media at `t`.
+fn flushed_to(runs: &[Run], t: f64, start: u64) -> u64 {
+    let mut f = start;
+    for r in runs {
+        if r.t0 + r.st > t {
+            break;
+        }
+        let k = (((t - r.t0) / r.st) as u64).min(r.count);
+        f = f.max(r.first + k);
+    }
+    f
 }
 
 /// Scheduler-facing costs: the seek curve over this layout's cylinders.
@@ -374,21 +748,15 @@ impl Disk for Hdd {
         let cap = self.layout.capacity();
         let lbn = rq.sector.min(cap - 1);
         let n = (rq.nr_sectors.max(1) as u64).min(cap - lbn);
-        let t0 = now.ns() as f64;
-        // Bring the read-ahead up to now: what it has read is buffered.
-        if let Some(a) = self.cache.ahead {
-            let r = self.ahead_at(&a, t0);
-            self.cache.advance(r.next);
-            self.pos = r.pos;
-            self.cache.ahead = (r.next < r.limit).then_some(r);
-        }
+        let t_now = now.ns() as f64;
+        let t0 = t_now + ms(self.ctrl.per_request_ms);
+        self.catch_up(t0);
         let (end, w, outcome) = match rq.dir {
             Dir::Read => self.read(lbn, n, t0),
             Dir::Write => self.write(lbn, n, t0),
         };
-        self.last_dir = rq.dir.index();
-        self.last_write_end = (rq.dir == Dir::Write).then_some(lbn + n);
-        let total_ns = (end - t0).round().max(0.0) as u64;
+        self.last_write = rq.dir == Dir::Write;
+        let total_ns = (end - t_now).round().max(0.0) as u64;
         let (seek_ns, rotation_ns, transfer_ns) =
             (w.seek_ns.round() as u64, w.rot_ns.round() as u64, w.xfer_ns.round() as u64);
         Service {
@@ -402,25 +770,29 @@ impl Disk for Hdd {
         }
     }
 
-    /// With write-back on, the flush waits for the media pass of the last
-    /// write (`mech_free_ns`); writes are destaged in arrival order, so
-    /// that pass ends after every earlier one. The controller overhead of
-    /// the command itself is not modelled (no source gives a figure); with
-    /// write-back off every reported write is already on the media.
+    /// With write-back on, the flush lasts until the buffered write the
+    /// mechanism is writing back is on the media (there is at most one: a
+    /// later write waits for it or appends to it). The controller overhead
+    /// of the command itself is not modelled (no source gives a figure);
+    /// with write-back off every reported write is already on the media.
     fn flush(&mut self, now: SimTime) -> Service {
-        if !self.cache.params.write_back {
+        let t = now.ns() as f64;
+        self.catch_up(t);
+        let Activity::Flush { seg, head } = self.activity else {
             return Service::default();
-        }
-        let wait_ns = (self.mech_free_ns - now.ns() as f64).max(0.0).round() as u64;
+        };
+        self.end_flush(seg, head);
+        let wait_ns = (head.t - t).max(0.0).round() as u64;
         Service { total_ns: wait_ns, overhead_ns: wait_ns, cache: CacheOutcome::Miss, ..Service::default() }
     }
 
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64 {
-        let t = (now.ns() as f64).max(self.mech_free_ns);
-        let (pos, _) = self.peek(t);
+        let t = now.ns() as f64;
+        let pos = self.peek_arm(t);
+        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
         let loc = self.layout.locate(rq.sector);
         let arrive = t + self.mech.move_ns(pos, (loc.cyl, loc.head), rq.dir == Dir::Write);
-        (arrive - now.ns() as f64 + self.rot_wait(arrive, loc.angle)).round() as u64
+        (arrive - t + md.rot_wait(arrive, loc.angle)).round() as u64
     }
 
     fn position_cost(&self) -> Arc<dyn PositionCost> {

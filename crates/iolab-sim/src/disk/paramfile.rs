@@ -1,12 +1,14 @@
 //! Reader of DiskSim 4.0 parameter files (`.parv`, `.diskspecs`, `.model`):
-//! the syntax only, into a tree of blocks. `diskspecs.rs` gives it meaning.
+//! the syntax only, into blocks, instantiations and topologies.
+//! `diskspecs.rs` gives them meaning.
 //!
 //! The syntax, as DiskSim's manual describes it: `#` starts a comment;
 //! a file is a list of statements — `source FILE` (include), `TYPE NAME {
 //! params }`, `instantiate [ names ] as NAME`, `topology TYPE NAME [ ... ]`;
 //! a block holds `Key words = value` separated by commas, where a value is
 //! a number, a word, `source FILE` (a block kept in another file), a block
-//! `TYPE { ... }`, or a list `[ v, v, ... ]`.
+//! `TYPE { ... }`, or a list `[ v, v, ... ]`. A topology nests
+//! `TYPE NAME [ children ]` to say what is attached to what.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -33,6 +35,85 @@ pub struct Block {
     pub params: Vec<Param>,
     pub file: String,
     pub line: usize,
+}
+
+/// `instantiate [ names ] as NAME`: instances of the block named NAME.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    pub names: Vec<String>,
+    pub of: String,
+    pub file: String,
+    pub line: usize,
+}
+
+/// One node of a `topology` statement: an instance and what hangs off it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopoNode {
+    pub kind: String,
+    pub name: String,
+    pub children: Vec<TopoNode>,
+    pub line: usize,
+}
+
+impl TopoNode {
+    /// The chain of nodes from this one down to the instance `name`.
+    pub fn path_to(&self, name: &str) -> Option<Vec<&TopoNode>> {
+        if self.name == name {
+            return Some(vec![self]);
+        }
+        for c in &self.children {
+            if let Some(mut p) = c.path_to(name) {
+                p.insert(0, self);
+                return Some(p);
+            }
+        }
+        None
+    }
+}
+
+/// Everything a parameter file and the files it sources hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParamFile {
+    pub blocks: Vec<Block>,
+    pub instances: Vec<Instance>,
+    pub topologies: Vec<TopoNode>,
+}
+
+impl ParamFile {
+    fn extend(&mut self, other: ParamFile) {
+        self.blocks.extend(other.blocks);
+        self.instances.extend(other.instances);
+        self.topologies.extend(other.topologies);
+    }
+}
+
+/// Largest parameter or seek file read (64 MiB): guards against being
+/// pointed at a device or a huge file by mistake.
+pub const MAX_PARAM_FILE: u64 = 64 << 20;
+
+/// Reads a text file that must be a regular file of at most `limit`
+/// bytes; a directory, a device or a FIFO gets a clear error instead of a
+/// hang or an "is a directory".
+pub fn read_text_file(path: &Path, limit: u64) -> Result<String> {
+    let bad = |m: String| Err(Error::Spec { file: path.display().to_string(), message: m });
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Err(Error::Io { path: path.into(), source: e }),
+    };
+    if meta.is_dir() {
+        return bad("is a directory, not a file".into());
+    }
+    if !meta.is_file() {
+        return bad("is not a regular file (a device, FIFO or socket)".into());
+    }
+    if meta.len() > limit {
+        return bad(format!("is {} bytes; files of at most {limit} bytes are read", meta.len()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    match String::from_utf8(bytes) {
+        Ok(s) => Ok(s),
+        Err(e) => bad(format!("is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to())),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -77,18 +158,19 @@ fn tokenize(text: &str) -> Vec<(Tok, usize)> {
 }
 
 /// Reads a parameter file and every file it includes; returns the
-/// top-level blocks of all of them, in order.
-pub fn read_file(path: &Path) -> Result<Vec<Block>> {
+/// top-level blocks, instantiations and topologies of all of them, in
+/// order.
+pub fn read_file(path: &Path) -> Result<ParamFile> {
     read_at_depth(path, 0)
 }
 
-fn read_at_depth(path: &Path, depth: u32) -> Result<Vec<Block>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+fn read_at_depth(path: &Path, depth: u32) -> Result<ParamFile> {
+    let text = read_text_file(path, MAX_PARAM_FILE)?;
     parse_str(&text, path, depth)
 }
 
 /// Parses `text` as if it were the file `path` (for includes and errors).
-pub fn parse_str(text: &str, path: &Path, depth: u32) -> Result<Vec<Block>> {
+pub fn parse_str(text: &str, path: &Path, depth: u32) -> Result<ParamFile> {
     let mut p = Parser {
         toks: tokenize(text),
         i: 0,
@@ -134,7 +216,7 @@ impl Parser {
         }
         v
     }
-    fn include(&mut self, line: usize, rel: &str) -> Result<Vec<Block>> {
+    fn include(&mut self, line: usize, rel: &str) -> Result<ParamFile> {
         if self.depth >= MAX_DEPTH {
             return self.err(line, format!("'source {rel}': includes nested too deeply (a loop?)"));
         }
@@ -145,8 +227,72 @@ impl Parser {
                 line,
                 message: format!("source {}: {source}", path.display()),
             },
+            Error::Spec { file, message } if file == path.display().to_string() => Error::Line {
+                file: self.file.clone(),
+                line,
+                message: format!("source {file}: {message}"),
+            },
             other => other,
         })
+    }
+
+    /// Names inside `[ ... ]`, commas between them optional.
+    fn name_list(&mut self) -> Result<Vec<String>> {
+        let line = self.line();
+        self.expect('[')?;
+        let mut names = Vec::new();
+        loop {
+            match self.peek().cloned() {
+                Some(Tok::Punct(']')) => {
+                    self.i += 1;
+                    return Ok(names);
+                }
+                Some(Tok::Punct(',')) => self.i += 1,
+                Some(Tok::Word(w)) => {
+                    names.push(w);
+                    self.i += 1;
+                }
+                Some(Tok::Punct(c)) => return self.err(self.line(), format!("unexpected '{c}' in a list of names")),
+                None => return self.err(line, "unclosed '['"),
+            }
+        }
+    }
+
+    /// `TYPE NAME [ children ]`, the type and name already read.
+    fn topo_node(&mut self, kind: String, name: String, line: usize) -> Result<TopoNode> {
+        self.expect('[')?;
+        let mut children = Vec::new();
+        loop {
+            match self.peek().cloned() {
+                Some(Tok::Punct(']')) => {
+                    self.i += 1;
+                    return Ok(TopoNode { kind, name, children, line });
+                }
+                Some(Tok::Punct(',')) => self.i += 1,
+                Some(Tok::Word(_)) => {
+                    let cl = self.line();
+                    let (k, n) = self.two_words(cl)?;
+                    children.push(self.topo_node(k, n, cl)?);
+                }
+                Some(Tok::Punct(c)) => return self.err(self.line(), format!("unexpected '{c}' in a topology")),
+                None => return self.err(line, format!("topology node '{kind} {name}' is not closed")),
+            }
+        }
+    }
+
+    /// Two words (a type and a name), possibly on separate lines.
+    fn two_words(&mut self, line: usize) -> Result<(String, String)> {
+        let mut w = Vec::new();
+        while w.len() < 2 {
+            match self.peek().cloned() {
+                Some(Tok::Word(x)) => {
+                    w.push(x);
+                    self.i += 1;
+                }
+                _ => return self.err(line, "expected 'TYPE NAME [' in a topology"),
+            }
+        }
+        Ok((w.remove(0), w.remove(0)))
     }
     /// Skips a bracketed group starting at the current `[` or `{`.
     fn skip_group(&mut self) -> Result<()> {
@@ -168,24 +314,29 @@ impl Parser {
         self.err(start, "unclosed bracket")
     }
 
-    fn statements(&mut self) -> Result<Vec<Block>> {
-        let mut out = Vec::new();
+    fn statements(&mut self) -> Result<ParamFile> {
+        let mut out = ParamFile::default();
         while self.peek().is_some() {
             let line = self.line();
             let w = self.words();
             match (w.first().map(String::as_str), self.peek()) {
                 (Some("source"), _) if w.len() == 2 => out.extend(self.include(line, &w[1])?),
-                (Some("instantiate"), Some(Tok::Punct('['))) => {
-                    self.skip_group()?;
+                (Some("instantiate"), Some(Tok::Punct('['))) if w.len() == 1 => {
+                    let names = self.name_list()?;
                     let rest = self.words();
                     if rest.len() != 2 || rest[0] != "as" {
                         return self.err(line, "expected 'instantiate [ names ] as NAME'");
                     }
+                    out.instances.push(Instance { names, of: rest[1].clone(), file: self.file.clone(), line });
                 }
-                (Some(_), Some(Tok::Punct('['))) => self.skip_group()?, // topology
+                (Some("topology"), Some(Tok::Punct('['))) if w.len() == 3 => {
+                    let node = self.topo_node(w[1].clone(), w[2].clone(), line)?;
+                    out.topologies.push(node);
+                }
+                (Some(_), Some(Tok::Punct('['))) => self.skip_group()?,
                 (Some(kind), Some(Tok::Punct('{'))) => {
                     let b = self.block(kind.to_string(), w[1..].join(" "), line)?;
-                    out.push(b);
+                    out.blocks.push(b);
                 }
                 (None, Some(t)) => {
                     let t = match t {
@@ -260,11 +411,11 @@ impl Parser {
             return Ok(Value::Block(self.block(w[0].clone(), w[1..].join(" "), line)?));
         }
         if w[0] == "source" && w.len() == 2 {
-            let mut blocks = self.include(line, &w[1])?;
-            if blocks.len() != 1 {
-                return self.err(line, format!("source {}: expected one block, found {}", w[1], blocks.len()));
+            let mut f = self.include(line, &w[1])?;
+            if f.blocks.len() != 1 {
+                return self.err(line, format!("source {}: expected one block, found {}", w[1], f.blocks.len()));
             }
-            return Ok(Value::Block(blocks.remove(0)));
+            return Ok(Value::Block(f.blocks.remove(0)));
         }
         let text = w.join(" ");
         Ok(match text.parse::<f64>() {
@@ -287,12 +438,38 @@ impl Block {
             None => self.err(self.line, format!("{} '{}': missing '{key}'", self.kind, self.name)),
         }
     }
+    /// A finite number.
     pub fn num(&self, key: &str) -> Result<f64> {
         let p = self.need(key)?;
         match &p.value {
-            Value::Num(x) => Ok(*x),
+            Value::Num(x) if x.is_finite() => Ok(*x),
+            Value::Num(x) => self.err(p.line, format!("'{key}' must be a finite number, not {x}")),
             _ => self.err(p.line, format!("'{key}' must be a number")),
         }
+    }
+    /// The line a parameter is on (the block's own line if absent).
+    pub fn line_of(&self, key: &str) -> usize {
+        self.get(key).map_or(self.line, |p| p.line)
+    }
+    /// A number >= 0, or `default` when absent.
+    pub fn nonneg_or(&self, key: &str, default: f64) -> Result<f64> {
+        let x = self.num_or(key, default)?;
+        if x < 0.0 {
+            return self.err(self.line_of(key), format!("'{key}' must be >= 0, not {x}"));
+        }
+        Ok(x)
+    }
+    /// A number >= 0.
+    pub fn nonneg(&self, key: &str) -> Result<f64> {
+        self.need(key)?;
+        self.nonneg_or(key, 0.0)
+    }
+    /// A switch (DiskSim treats any non-zero integer as on).
+    pub fn flag_or(&self, key: &str, default: bool) -> Result<bool> {
+        if self.get(key).is_none() {
+            return Ok(default);
+        }
+        Ok(self.int(key, i32::MIN as i64, i32::MAX as i64)? != 0)
     }
     pub fn num_or(&self, key: &str, default: f64) -> Result<f64> {
         if self.get(key).is_some() {
@@ -300,6 +477,13 @@ impl Block {
         } else {
             Ok(default)
         }
+    }
+    /// A whole number within `lo..=hi`, or `default` when absent.
+    pub fn int_or(&self, key: &str, lo: i64, hi: i64, default: i64) -> Result<i64> {
+        if self.get(key).is_none() {
+            return Ok(default);
+        }
+        self.int(key, lo, hi)
     }
     /// A whole number within `lo..=hi`.
     pub fn int(&self, key: &str, lo: i64, hi: i64) -> Result<i64> {
@@ -331,16 +515,20 @@ impl Block {
             _ => self.err(p.line, format!("'{key}' must be a list [ ... ]")),
         }
     }
-    /// A list of numbers.
+    /// A list of finite numbers.
     pub fn nums(&self, key: &str) -> Result<Vec<f64>> {
         let (items, line) = self.list(key)?;
         items
             .iter()
             .map(|v| match v {
-                Value::Num(x) => Ok(*x),
-                _ => self.err(line, format!("'{key}' must list numbers")),
+                Value::Num(x) if x.is_finite() => Ok(*x),
+                _ => self.err(line, format!("'{key}' must list finite numbers")),
             })
             .collect()
+    }
+    /// The first parameter whose key is not in `known`.
+    pub fn unknown_key(&self, known: &[&str]) -> Option<&Param> {
+        self.params.iter().find(|p| !known.iter().any(|k| k.eq_ignore_ascii_case(&p.key)))
     }
 }
 
@@ -350,9 +538,16 @@ mod tests {
 
     #[test]
     fn parses_blocks_lists_and_words() {
-        let text = "# c\nd X {\n  A b = 1.5, # c\n  Kind = hplplus10,\n  L = [ 1, 2 ],\n  Z = [ z { Q = 3 } ],\n  M = t { P = -1 }\n}\ninstantiate [ a ] as X\ntopology t n [ u v [ ] ]\n";
-        let b = parse_str(text, Path::new("x.parv"), 0).unwrap();
+        let text = "# c\nd X {\n  A b = 1.5, # c\n  Kind = hplplus10,\n  L = [ 1, 2 ],\n  Z = [ z { Q = 3 } ],\n  M = t { P = -1 }\n}\ninstantiate [ a, b ] as X\ntopology t n [ u v [ ] w x [\n y z [] ] ]\n";
+        let f = parse_str(text, Path::new("x.parv"), 0).unwrap();
+        let b = &f.blocks;
         assert_eq!(b.len(), 1);
+        assert_eq!(f.instances[0].names, vec!["a", "b"]);
+        assert_eq!(f.instances[0].of, "X");
+        let t = &f.topologies[0];
+        assert_eq!((t.kind.as_str(), t.name.as_str(), t.children.len()), ("t", "n", 2));
+        let path: Vec<&str> = t.path_to("z").unwrap().iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(path, vec!["n", "x", "z"]);
         let d = &b[0];
         assert_eq!((d.kind.as_str(), d.name.as_str(), d.line), ("d", "X", 2));
         assert_eq!(d.num("a B").unwrap(), 1.5);
@@ -370,7 +565,11 @@ mod tests {
         assert!(e.to_string().starts_with("f:1: block 'd X' is not closed"), "{e}");
         let e = parse_str("d X { A = source nowhere.model }", Path::new("/tmp/f"), 0).unwrap_err();
         assert!(e.to_string().starts_with("/tmp/f:1: source /tmp/nowhere.model:"), "{e}");
-        let b = parse_str("d X {\n A = 1,\n B = w }", Path::new("g"), 0).unwrap();
+        let e = parse_str("d X { A = source . }", Path::new("/tmp/f"), 0).unwrap_err();
+        assert!(e.to_string().contains("is a directory, not a file"), "{e}");
+        let e = read_text_file(Path::new("/dev/zero"), MAX_PARAM_FILE).unwrap_err();
+        assert_eq!(e.to_string(), "/dev/zero: is not a regular file (a device, FIFO or socket)");
+        let b = parse_str("d X {\n A = 1,\n B = w }", Path::new("g"), 0).unwrap().blocks;
         assert_eq!(b[0].num("B").unwrap_err().to_string(), "g:3: 'B' must be a number");
         assert_eq!(b[0].num("C").unwrap_err().to_string(), "g:1: d 'X': missing 'C'");
     }

@@ -3,7 +3,7 @@
 use super::cache::CacheParams;
 use super::controller::Controller;
 use super::hdd::HddParams;
-use super::layout::{Layout, Mapping, Zone};
+use super::layout::{Layout, Mapping, Sparing, Zone};
 use super::seek::{Mechanics, SeekCurve};
 
 pub const HP97560: &str = "hp97560";
@@ -36,17 +36,12 @@ pub fn hp97560_params() -> HddParams {
         // for its synchronous rate. It is faster than the media (0.208 ms
         // per sector), so transfers end one block after the media does.
         controller: Controller::simple(2.2, 0.0512),
-        cache: CacheParams {
-            enabled: true,
-            // 128 KB cache (DISKS.md), as one read segment.
-            segment_sectors: 256,
-            // 64 KB read fence: read ahead up to 64 KB past a read.
-            max_read_ahead: 128,
-            read_hits_on_write_data: true,
-            // Writes are reported when on the media (immediate reporting
-            // off), as in Ruemmler & Wilkes's traces: an assumption.
-            write_back: false,
-        },
+        // 128 KB cache (DISKS.md) as two 64 KB segments (an assumption:
+        // the sources do not say how it is divided); 64 KB read fence:
+        // read ahead up to 64 KB past a read. Writes are reported when on
+        // the media (immediate reporting off), as in Ruemmler & Wilkes's
+        // traces: an assumption.
+        cache: CacheParams { segments: 2, ..CacheParams::single_segment(128, 128, false) },
     }
 }
 
@@ -110,17 +105,13 @@ pub fn modern7200_params() -> HddParams {
             // of how manufacturers choose them.
             let skew = |ms: f64| ((ms + WRITE_SETTLE_MS) * 1e6 / sector_ns(spt)).ceil() + 1.0;
             Zone {
-                first_cyl: i as u32 * cyls_per_zone,
-                last_cyl: (i as u32 + 1) * cyls_per_zone - 1,
-                sectors_per_track: spt,
-                offset: 0.0,
-                deadspace: 0,
-                track_skew: skew(head_switch_ms),
-                cyl_skew: skew(one_cyl_ms.max(head_switch_ms)),
-                spare_tracks: 0,
-                slips: Vec::new(),
-                first_lbn: 0,
-                lbns: 0,
+                ..Zone::plain(
+                    i as u32 * cyls_per_zone,
+                    (i as u32 + 1) * cyls_per_zone - 1,
+                    spt,
+                    skew(head_switch_ms),
+                    skew(one_cyl_ms.max(head_switch_ms)),
+                )
             }
         })
         .collect();
@@ -129,8 +120,10 @@ pub fn modern7200_params() -> HddParams {
         MODERN_SURFACES,
         cyls_per_zone * MODERN_ZONES,
         Mapping::Conventional,
+        Sparing::None,
         zones,
         Some(MODERN_LBAS),
+        &mut Vec::new(),
     )
     .expect("valid preset");
     HddParams {
@@ -145,16 +138,13 @@ pub fn modern7200_params() -> HddParams {
         // 0.1 ms command overhead (estimate); SATA 6 Gb/s carries 600 MB/s,
         // 0.000853 ms per 512-byte block.
         controller: Controller::simple(0.1, 512.0 / 600e6 * 1e3),
+        // The 256 MB buffer (datasheet): 16 segments of 2 MiB, up to 8 of
+        // them dirty, and up to 1 MiB of read-ahead per stream are
+        // estimates. SATA drives ship with the write cache on.
         cache: CacheParams {
-            enabled: true,
-            // The 256 MB buffer (datasheet) is shared by many segments in
-            // the drive; one 2 MiB read segment and up to 1 MiB of
-            // read-ahead are estimates of what one stream gets.
-            segment_sectors: 4096,
-            max_read_ahead: 2048,
-            read_hits_on_write_data: true,
-            // SATA drives ship with the write cache on.
-            write_back: true,
+            segments: 16,
+            write_segments: 8,
+            ..CacheParams::single_segment(4096, 2048, true)
         },
     }
 }

@@ -1,11 +1,17 @@
 //! Seek curves: how long the arm takes to move a number of cylinders.
 //!
-//! Two shapes are supported, the two that DiskSim 4.0's validated models
-//! use (DISKS.md): Ruemmler & Wilkes's two-piece curve — a square-root
-//! part for short seeks (the arm accelerates, then decelerates) and a
-//! linear part for long ones (it coasts at top speed) — optionally with
-//! the first ten distances given explicitly, since real curves are choppy
-//! there; and a measured table, interpolated linearly between points.
+//! Every form DiskSim 4.0's g1 mechanics accept ("Seek type"):
+//! `constant`; `linear`, the three-point form (single-cylinder, average and
+//! full-strobe seek times, interpolated linearly through distances 1, N/3
+//! and N-1 for N cylinders, as the manual describes); `curve`, Lee's
+//! equation through the same three points; `hpl`, Ruemmler & Wilkes's
+//! two-piece curve — a square-root part for short seeks (the arm
+//! accelerates, then decelerates) and a linear part for long ones (it
+//! coasts at top speed) — with an optional single-cylinder time;
+//! `hplplus10`, the same with the first ten distances given explicitly,
+//! since real curves are choppy there; and `extracted`, a measured table
+//! interpolated linearly between points (and extrapolated from the last
+//! two beyond the last point, as DiskSim does).
 //!
 //! Seek time here is arm movement plus settling for reads. Head switch and
 //! the extra write settle are separate ([`Mechanics`]), because DiskSim
@@ -16,6 +22,15 @@ use crate::error::{Error, Result};
 /// A seek curve, in milliseconds as parameter files give it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SeekCurve {
+    /// Every seek takes this long.
+    Constant(f64),
+    /// Linear through (1, `one`), (N/3, `avg`) and (N-1, `full`) for a disk
+    /// of N = `cylinders` cylinders.
+    ThreePoint { one: f64, avg: f64, full: f64, cylinders: u32 },
+    /// Lee's equation (DiskSim manual, "Lee's Seek Equation"):
+    /// seek(d) = a·√(d-1) + b·(d-1) + c with a, b, c fitted to the three
+    /// points of [`SeekCurve::ThreePoint`].
+    Lee { a: f64, b: f64, c: f64 },
     /// seek(d) = `sqrt_a + sqrt_b·√d` for 0 < d < `linear_from`, else
     /// `lin_a + lin_b·d`; `first_ten[d-1]` overrides d = 1..=10 when given.
     TwoPiece {
@@ -46,11 +61,45 @@ impl SeekCurve {
         }
     }
 
+    /// Lee's curve through the single-cylinder, average and full-strobe
+    /// times of a disk of `cylinders` cylinders.
+    pub fn lee(one: f64, avg: f64, full: f64, cylinders: u32) -> SeekCurve {
+        let n = cylinders.max(1) as f64;
+        SeekCurve::Lee {
+            a: (-10.0 * one + 15.0 * avg - 5.0 * full) / (3.0 * n.sqrt()),
+            b: (7.0 * one - 15.0 * avg + 8.0 * full) / (3.0 * n),
+            c: one,
+        }
+    }
+
     /// Checks that the curve is usable: finite, non-negative, and (for a
     /// table) sorted. `what` names the source for the error.
     pub fn check(&self, what: &str) -> Result<()> {
         let bad = |m: &str| Err(Error::invalid(what, m));
         match self {
+            SeekCurve::Constant(t) => {
+                if !(t.is_finite() && *t >= 0.0) {
+                    return bad("the constant seek time must be finite and non-negative");
+                }
+            }
+            SeekCurve::ThreePoint { one, avg, full, cylinders } => {
+                if [one, avg, full].iter().any(|v| !v.is_finite() || **v < 0.0) {
+                    return bad("seek times must be finite and non-negative");
+                }
+                if *cylinders < 4 {
+                    return bad("the three-point seek curve needs at least 4 cylinders");
+                }
+            }
+            SeekCurve::Lee { a, b, c } => {
+                if [a, b, c].iter().any(|v| !v.is_finite()) || *c < 0.0 {
+                    return bad("seek curve coefficients must be finite");
+                }
+                // The curve must not go negative anywhere: its minimum over
+                // x = √(d-1) >= 0 is at x = -a/(2b) when that is positive.
+                if *b > 0.0 && *a < 0.0 && c - a * a / (4.0 * b) < 0.0 {
+                    return bad("Lee's seek curve through these three times goes negative");
+                }
+            }
             SeekCurve::TwoPiece { linear_from, sqrt_a, sqrt_b, lin_a, lin_b, first_ten } => {
                 let mut all = vec![*sqrt_a, *sqrt_b, *lin_a, *lin_b];
                 all.extend(first_ten.iter().flatten());
@@ -87,6 +136,21 @@ impl SeekCurve {
             return 0.0;
         }
         match self {
+            SeekCurve::Constant(t) => *t,
+            SeekCurve::ThreePoint { one, avg, full, cylinders } => {
+                let third = (*cylinders / 3).max(2) as f64;
+                let last = (cylinders - 1) as f64;
+                let d = d as f64;
+                if d <= third {
+                    one + (d - 1.0) * (avg - one) / (third - 1.0)
+                } else {
+                    avg + (d - third) * (full - avg) / (last - third).max(1.0)
+                }
+            }
+            SeekCurve::Lee { a, b, c } => {
+                let x = (d - 1) as f64;
+                (a * x.sqrt() + b * x + c).max(0.0)
+            }
             SeekCurve::TwoPiece { linear_from, sqrt_a, sqrt_b, lin_a, lin_b, first_ten } => {
                 if let (Some(t), true) = (first_ten, d <= 10) {
                     return t[d as usize - 1];
@@ -103,7 +167,11 @@ impl SeekCurve {
                 if i < p.len() && p[i].0 == d {
                     return p[i].1;
                 }
-                let i = i.clamp(1, p.len() - 1);
+                if i == 0 {
+                    // Below the first measured distance: from (0, 0).
+                    return p[0].1 * d as f64 / p[0].0 as f64;
+                }
+                let i = i.min(p.len() - 1);
                 let (d0, t0) = p[i - 1];
                 let (d1, t1) = p[i];
                 let v = t0 + (d as f64 - d0 as f64) * (t1 - t0) / (d1 as f64 - d0 as f64);
@@ -119,11 +187,39 @@ pub struct Mechanics {
     pub seek: SeekCurve,
     /// Time to switch to another head on the same cylinder, ms.
     pub head_switch_ms: f64,
-    /// Extra settling before writing after any arm or head movement, ms.
+    /// Extra settling before writing after any arm or head movement, ms
+    /// ("Add. write settling delay"). May be negative: the extracted DEC
+    /// RZ26 and HP C2490A models settle faster for writes than the read
+    /// seek curve says.
     pub write_settle_ms: f64,
 }
 
 impl Mechanics {
+    /// Checks the switching costs: a head switch is never negative, and a
+    /// negative write settle never makes a write positioning negative.
+    pub fn check(&self, what: &str) -> Result<()> {
+        self.seek.check(what)?;
+        if !(self.head_switch_ms.is_finite() && self.head_switch_ms >= 0.0) {
+            return Err(Error::invalid(what, format!("head switch time must be >= 0 ms, not {}", self.head_switch_ms)));
+        }
+        if !self.write_settle_ms.is_finite() {
+            return Err(Error::invalid(what, "write settling delay must be a finite number"));
+        }
+        if self.write_settle_ms < 0.0 {
+            let shortest = (1..=16).map(|d| self.seek.ms(d)).fold(self.head_switch_ms, f64::min);
+            if shortest + self.write_settle_ms < 0.0 {
+                return Err(Error::invalid(
+                    what,
+                    format!(
+                        "a write settling delay of {} ms makes a {shortest} ms head move negative",
+                        self.write_settle_ms
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Positioning time in ns from (cylinder, head) to (cylinder, head):
     /// max(seek, head switch) plus the write settle when anything moved.
     /// This is how DiskSim 4.0's g1 mechanics combine them (DISKS.md).
@@ -135,7 +231,7 @@ impl Mechanics {
             ms = self.head_switch_ms;
         }
         if ms > 0.0 && write {
-            ms += self.write_settle_ms;
+            ms = (ms + self.write_settle_ms).max(0.0);
         }
         ms * 1e6
     }
@@ -175,12 +271,40 @@ mod tests {
 
     #[test]
     fn table_interpolates_and_extrapolates() {
-        let s = SeekCurve::Table(vec![(1, 1.0), (11, 2.0), (111, 4.0)]);
+        let s = SeekCurve::Table(vec![(2, 1.0), (12, 2.0), (112, 4.0)]);
+        s.check("t").unwrap();
+        assert_eq!(s.ms(2), 1.0);
+        assert_eq!(s.ms(1), 0.5, "below the first point: from (0, 0)");
+        assert!((s.ms(7) - 1.5).abs() < 1e-12);
+        assert!((s.ms(212) - 6.0).abs() < 1e-12);
+        assert!(SeekCurve::Table(vec![(5, 1.0), (5, 2.0)]).check("t").is_err());
+        // A table that dips (the Atlas 10K's: 10 -> 1.531, 12 -> 1.515)
+        // interpolates downwards too.
+        let s = SeekCurve::Table(vec![(10, 1.531), (12, 1.515)]);
+        assert!((s.ms(11) - 1.523).abs() < 1e-12);
+    }
+
+    #[test]
+    fn three_point_forms() {
+        // 301 cylinders: points at 1, 100 and 300.
+        let s = SeekCurve::ThreePoint { one: 1.0, avg: 5.0, full: 9.0, cylinders: 301 };
         s.check("t").unwrap();
         assert_eq!(s.ms(1), 1.0);
-        assert!((s.ms(6) - 1.5).abs() < 1e-12);
-        assert!((s.ms(211) - 6.0).abs() < 1e-12);
-        assert!(SeekCurve::Table(vec![(5, 1.0), (5, 2.0)]).check("t").is_err());
+        assert!((s.ms(100) - 5.0).abs() < 1e-12);
+        assert!((s.ms(300) - 9.0).abs() < 1e-12);
+        assert!((s.ms(200) - 7.0).abs() < 1e-12);
+        assert_eq!(SeekCurve::Constant(2.5).ms(77), 2.5);
+        assert_eq!(SeekCurve::Constant(2.5).ms(0), 0.0);
+        // Lee's curve passes through its three points: d = 1 gives the
+        // single-cylinder time, and its mean over uniformly random pairs of
+        // cylinders is close to the average time.
+        let n = 3000;
+        let l = SeekCurve::lee(1.0, 8.0, 16.0, n);
+        l.check("t").unwrap();
+        assert!((l.ms(1) - 1.0).abs() < 1e-12);
+        let mean: f64 = (1..n).map(|d| l.ms(d) * 2.0 * (n - d) as f64).sum::<f64>() / (n as f64 * n as f64);
+        assert!((mean - 8.0).abs() < 0.2, "{mean}");
+        assert!((l.ms(n) - 16.0).abs() < 0.2, "{}", l.ms(n));
     }
 
     #[test]
@@ -189,5 +313,12 @@ mod tests {
         assert_eq!(m.move_ns((5, 0), (5, 0), true), 0.0);
         assert!((m.move_ns((5, 0), (5, 3), false) - 1.6e6).abs() < 1e-6);
         assert!((m.move_ns((5, 0), (6, 3), true) - 4.14e6).abs() < 1e-6);
+        // A negative settle (the DEC RZ26's -0.483 ms) shortens writes.
+        let m = Mechanics { seek: SeekCurve::hp97560(), head_switch_ms: 0.865, write_settle_ms: -0.483 };
+        m.check("t").unwrap();
+        assert!((m.move_ns((5, 0), (5, 1), true) - 0.382e6).abs() < 1e-3);
+        assert_eq!(m.move_ns((5, 0), (5, 0), true), 0.0, "no movement, no settle");
+        let m = Mechanics { seek: SeekCurve::hp97560(), head_switch_ms: 0.1, write_settle_ms: -0.5 };
+        assert!(m.check("t").unwrap_err().to_string().contains("makes a 0.1 ms head move negative"));
     }
 }

@@ -14,7 +14,11 @@
 
 use crate::error::{Error, Result};
 use serde::Serialize;
+use std::io::BufRead;
 use std::path::Path;
+
+/// Largest trace file read (1 GiB, some 20 million requests).
+pub const MAX_TRACE_FILE: u64 = 1 << 30;
 
 /// What the real drive did with a request (column 2).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -39,6 +43,8 @@ impl Outcome {
 /// One measured request.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Record {
+    /// Line of the trace it came from (1-based).
+    pub line: usize,
     pub write: bool,
     pub outcome: Outcome,
     pub lbn: u64,
@@ -47,15 +53,14 @@ pub struct Record {
     pub delay_us: f64,
 }
 
-/// Parses a whole trace; `name` is used in errors (`name:line: ...`).
-pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let bad = |m: String| Error::Line { file: name.to_string(), line: i + 1, message: m };
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.is_empty() {
-            continue;
-        }
+/// Parses one line (`n` is its 1-based number); None for a blank line.
+fn parse_line(line: &str, n: usize, name: &str) -> Option<Result<Record>> {
+    let bad = |m: String| Error::Line { file: name.to_string(), line: n, message: m };
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.is_empty() {
+        return None;
+    }
+    Some((|| {
         if f.len() != 6 {
             return Err(bad(format!(
                 "expected 6 fields 'R|W Miss|Hit|Doub|Trip LBN blocks access_us delay_us', found {}",
@@ -74,7 +79,8 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
             "Trip" => Outcome::Trip,
             x => return Err(bad(format!("field 2 must be Miss, Hit, Doub or Trip, not '{x}'"))),
         };
-        let lbn = f[2].parse::<u64>().map_err(|_| bad(format!("field 3 (LBN) must be a whole number, not '{}'", f[2])))?;
+        let lbn =
+            f[2].parse::<u64>().map_err(|_| bad(format!("field 3 (LBN) must be a whole number, not '{}'", f[2])))?;
         let blocks = match f[3].parse::<u32>() {
             Ok(b) if b > 0 => b,
             _ => return Err(bad(format!("field 4 (blocks) must be a positive whole number, not '{}'", f[3]))),
@@ -83,8 +89,22 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
             _ => Err(bad(format!("field {} ({what}) must be a non-negative number of µs, not '{}'", k + 1, f[k]))),
         };
-        out.push(Record { write, outcome, lbn, blocks, access_us: us(4, "access time")?, delay_us: us(5, "delay")? });
-    }
+        Ok(Record { line: n, write, outcome, lbn, blocks, access_us: us(4, "access time")?, delay_us: us(5, "delay")? })
+    })())
+}
+
+/// The records of a trace read line by line; `name` is used in errors
+/// (`name:line: ...`).
+pub fn records<'a>(reader: impl BufRead + 'a, name: &'a str) -> impl Iterator<Item = Result<Record>> + 'a {
+    reader.lines().enumerate().filter_map(move |(i, line)| match line {
+        Ok(l) => parse_line(&l, i + 1, name),
+        Err(e) => Some(Err(Error::Line { file: name.to_string(), line: i + 1, message: format!("unreadable: {e}") })),
+    })
+}
+
+/// Parses a whole trace; `name` is used in errors (`name:line: ...`).
+pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
+    let out = records(text.as_bytes(), name).collect::<Result<Vec<_>>>()?;
     if out.is_empty() {
         return Err(Error::Spec { file: name.to_string(), message: "the trace has no requests".into() });
     }
@@ -93,7 +113,7 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
 
 /// Reads and parses a trace file.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
+    let text = crate::disk::paramfile::read_text_file(path, MAX_TRACE_FILE)?;
     parse(&text, &path.display().to_string())
 }
 
@@ -105,7 +125,8 @@ mod tests {
     fn parses_lines() {
         let r = parse("R Miss  564347     2     14095.370     13876.270\n\nW Trip 5 1 10.5 0\n", "t").unwrap();
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0], Record { write: false, outcome: Outcome::Miss, lbn: 564347, blocks: 2, access_us: 14095.37, delay_us: 13876.27 });
+        assert_eq!(r[0], Record { line: 1, write: false, outcome: Outcome::Miss, lbn: 564347, blocks: 2, access_us: 14095.37, delay_us: 13876.27 });
+        assert_eq!(r[1].line, 3);
         assert!(r[1].write && r[1].outcome == Outcome::Trip);
     }
 
