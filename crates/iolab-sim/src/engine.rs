@@ -21,7 +21,15 @@
 //! submit its next request. That ordering is what makes deceptive idleness
 //! visible: a work-conserving scheduler has already moved the head away
 //! when the next sequential request arrives.
+//!
+//! Between a process and the elevator sits the block layer ([`crate::blk`]:
+//! merging, plugging, the request limit); a process's direct I/O goes
+//! through it as bios, and so does the page cache's I/O. The kernel side of
+//! a process (its bios waiting to be submitted, its sleeps in the block
+//! layer or the page cache) is in `engine/kernel.rs`.
 
+use crate::blk::{BlockLayer, Done, KernelTimer, QueueSpec, Wake};
+use crate::pagecache::{PageCache, VmSpec};
 use crate::disk::{DeviceOrder, Disk};
 use crate::error::{Error, Result};
 use crate::metrics::Collector;
@@ -47,6 +55,8 @@ pub struct RunControl {
 /// Events between two looks at the cancel flag and two progress updates.
 const CHECK_EVERY: u64 = 1 << 14;
 
+mod kernel;
+
 /// Events at one instant beyond which a run is stuck: a loop of zero-time
 /// steps (a 0 ns service or think) would otherwise never advance the clock.
 /// Far above what a real instant holds (every process starting at once is
@@ -58,6 +68,10 @@ const MAX_EVENTS_AT_ONE_INSTANT: u64 = 1 << 24;
 pub struct EngineConfig {
     pub queue_depth: u32,
     pub device_order: DeviceOrder,
+    /// The request queue between processes and the elevator.
+    pub queue: QueueSpec,
+    /// Memory and write-back, for buffered I/O.
+    pub vm: VmSpec,
     /// Stop at this simulated time.
     pub max_time: Option<SimTime>,
     /// Stop after this many completions.
@@ -65,9 +79,16 @@ pub struct EngineConfig {
     pub seed: u64,
 }
 
-/// Hooks for tests and tracing; all optional.
+/// Hooks for tests and tracing; all optional. In blktrace's terms:
+/// `queued` is Q (a bio reaches the block layer; its request id is 0),
+/// `inserted` is I (it became a request), `merged` is M/F, `dispatched`
+/// is D and `completed` is C.
 pub trait Observer {
+    fn queued(&mut self, _bio: &Request, _now: SimTime) {}
     fn inserted(&mut self, _rq: &Request, _now: SimTime) {}
+    /// A bio joined queued request `rq` (shown as it is now); if that made
+    /// it join the queued request `absorbed` too, that one is gone.
+    fn merged(&mut self, _rq: &Request, _absorbed: Option<RequestId>, _now: SimTime) {}
     fn dispatched(&mut self, _rq: &Request, _now: SimTime) {}
     fn completed(&mut self, _rq: &Request, _now: SimTime) {}
 }
@@ -87,6 +108,10 @@ pub struct Outcome {
     pub process_names: Vec<String>,
     /// The scheduler's anticipation accounting at the end of the run.
     pub anticipation: Option<crate::sched::AnticipationStats>,
+    /// Each process's phase timings (processes that keep them).
+    pub timings: Vec<(ProcessId, crate::workload::process::PhaseTiming)>,
+    /// The page cache's counters, for runs with buffered I/O.
+    pub cache: Option<crate::pagecache::CacheReport>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -94,6 +119,10 @@ enum Kind {
     Wake(ProcessId),
     DiskDone(RequestId),
     Timer,
+    /// A block-layer or page-cache timer.
+    Kernel(KernelTimer),
+    /// A process's sleep in the kernel ended.
+    KernelWake(ProcessId, Wake),
 }
 
 /// Ordered by time, then timers after everything else at the same
@@ -116,6 +145,11 @@ enum ProcState {
     Sleeping,
     /// Waiting for one of its requests.
     Blocked,
+    /// Asleep in the kernel (for a request, a page, or congestion); the
+    /// kernel wakes it.
+    Kernel,
+    /// Waiting at a barrier for the other parties.
+    Barrier,
     Exited,
 }
 
@@ -138,13 +172,26 @@ struct Engine<'o, O: Observer> {
     in_service: Vec<(Request, SimTime)>,
     /// The deadline of the last `Dispatch::IdleUntil`, while pending.
     timer_armed: Option<SimTime>,
+    blk: BlockLayer,
+    /// Each process's kernel side (bios to submit, split operations, what
+    /// it sleeps for).
+    kio: kernel::KernelIo,
+    /// The page cache, for workloads with buffered I/O.
+    cache: Option<PageCache>,
+    /// Processes that have not exited.
+    live: usize,
+    /// Buffered I/O's copy time per page, ns.
+    copy_ns_per_page: u64,
+    /// Processes waiting at each barrier (group, key).
+    barriers: std::collections::BTreeMap<(u32, u32), Vec<ProcessId>>,
+    /// Scratch for completed bios.
+    done: Vec<Done>,
     /// The scheduler's own timer ([`Elevator::armed_timer`]), as last seen.
     elv_timer: Option<SimTime>,
     /// The instant a timer last fired: not armed again at that instant.
     fired_at: Option<SimTime>,
     /// The last process event or completion.
     last_work: SimTime,
-    next_id: u32,
     metrics: Collector,
     obs: &'o mut O,
 }
@@ -172,10 +219,22 @@ pub fn run_observed<O: Observer>(
     if cfg.queue_depth == 0 {
         return Err(Error::invalid("disk.queue_depth", "must be at least 1"));
     }
-    let BuiltWorkload { classes, processes } = workload;
+    let BuiltWorkload { mut classes, processes, page_cache } = workload;
     let n = processes.len();
-    let process_class = processes.iter().map(|p| p.process.class()).collect();
-    let process_names = processes.iter().map(|p| p.name.clone()).collect();
+    let mut process_class: Vec<u32> = processes.iter().map(|p| p.process.class()).collect();
+    let mut process_names: Vec<String> = processes.iter().map(|p| p.name.clone()).collect();
+    // The flusher (pdflush) is a kernel thread with a process id of its
+    // own after the workload's, and a class of its own.
+    let cache = if page_cache {
+        process_class.push(classes.len() as u32);
+        classes.push(kernel::FLUSHER_NAME.into());
+        process_names.push(kernel::FLUSHER_NAME.into());
+        let blk_max = crate::blk::QueueSpec::max_sectors(&cfg.queue);
+        Some(PageCache::new(&cfg.vm, cfg.queue.read_ahead_kb, blk_max, n as ProcessId)?)
+    } else {
+        None
+    };
+    let threads = n + page_cache as usize;
     let mut e = Engine {
         now: SimTime::ZERO,
         seq: 0,
@@ -184,7 +243,7 @@ pub fn run_observed<O: Observer>(
         sched,
         disk,
         procs: Vec::with_capacity(n),
-        state: vec![ProcState::Sleeping; n],
+        state: vec![ProcState::Sleeping; threads],
         rngs: (0..n as u64).map(|i| SimRng::for_stream(cfg.seed, i + 1)).collect(),
         depth: cfg.queue_depth as usize,
         parallel: 1,
@@ -192,10 +251,16 @@ pub fn run_observed<O: Observer>(
         device_queue: Vec::with_capacity(cfg.queue_depth as usize),
         in_service: Vec::new(),
         timer_armed: None,
+        blk: BlockLayer::new(&cfg.queue)?,
+        kio: kernel::KernelIo::new(threads),
+        cache,
+        live: n,
+        copy_ns_per_page: crate::time::ms_to_ns(cfg.vm.copy_us_per_page / 1000.0),
+        barriers: std::collections::BTreeMap::new(),
+        done: Vec::new(),
         elv_timer: None,
         fired_at: None,
         last_work: SimTime::ZERO,
-        next_id: 0,
         metrics: Collector::new(process_class, classes.len()),
         obs,
     };
@@ -205,6 +270,7 @@ pub fn run_observed<O: Observer>(
         e.sched.set_ioprio(pid as ProcessId, entry.process.ioprio());
         e.procs.push(entry.process);
     }
+    e.start_flusher();
     e.sync_timer();
     let mut events = 0u64;
     let mut at_this_instant = 0u64;
@@ -257,9 +323,14 @@ pub fn run_observed<O: Observer>(
                     e.elv_timer = e.elv_timer.filter(|_| !own);
                     e.fired_at = Some(ev.time);
                     e.sched.timer(e.now);
+                    // The elevator's kick (kblockd) runs the queue and
+                    // removes a plug (blk_start_queueing).
+                    e.blk.remove_plug();
                     e.fill();
                 }
             }
+            Kind::Kernel(t) => e.kernel_timer(t)?,
+            Kind::KernelWake(pid, why) => e.kernel_wake(pid, why)?,
         }
         if cfg.max_requests.is_some_and(|m| e.metrics.completed >= m) {
             end = Some(e.now);
@@ -291,7 +362,14 @@ pub fn run_observed<O: Observer>(
     };
     let overhang_ns = e.in_service.iter().map(|(_, done)| done.since(end)).max().unwrap_or(0);
     let anticipation = e.sched.anticipation();
-    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation })
+    let timings = e
+        .procs
+        .iter()
+        .enumerate()
+        .flat_map(|(pid, p)| p.timings().iter().map(move |t| (pid as ProcessId, *t)))
+        .collect();
+    let cache = e.cache.as_ref().map(|c| c.report());
+    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache })
 }
 
 impl<O: Observer> Engine<'_, O> {
@@ -315,33 +393,56 @@ impl<O: Observer> Engine<'_, O> {
                             ),
                         ));
                     }
-                    let rq = Request {
-                        id: self.next_id,
-                        pid,
-                        sector: op.sector,
-                        nr_sectors: op.nr_sectors,
-                        dir: op.dir,
-                        sync: op.sync,
-                        arrival: self.now,
-                    };
-                    self.next_id += 1;
-                    self.metrics.inserted += 1;
-                    self.obs.inserted(&rq, self.now);
-                    self.sched.insert(rq, self.now);
-                    self.fill();
+                    if !self.submit_direct(pid, op) {
+                        self.state[p] = ProcState::Kernel;
+                        return Ok(());
+                    }
                 }
                 Step::Think(ns) => {
                     self.state[p] = ProcState::Sleeping;
                     self.schedule(self.now + ns, Kind::Wake(pid));
                     return Ok(());
                 }
+                Step::File(op) => {
+                    if !self.start_file_op(pid, op)? {
+                        self.state[p] = ProcState::Kernel;
+                        return Ok(());
+                    }
+                    if let Some(ns) = self.copy_time(&op) {
+                        self.state[p] = ProcState::Sleeping;
+                        self.schedule(self.now + ns, Kind::Wake(pid));
+                        return Ok(());
+                    }
+                }
                 Step::Wait => {
                     self.state[p] = ProcState::Blocked;
                     return Ok(());
                 }
+                Step::Barrier { group, key, parties } => {
+                    let waiting = self.barriers.entry((group, key)).or_default();
+                    waiting.push(pid);
+                    if waiting.len() < parties as usize {
+                        self.state[p] = ProcState::Barrier;
+                        return Ok(());
+                    }
+                    // The last to arrive releases the others and goes on.
+                    for other in self.barriers.remove(&(group, key)).unwrap_or_default() {
+                        if other != pid {
+                            self.state[other as usize] = ProcState::Sleeping;
+                            self.schedule(self.now, Kind::Wake(other));
+                        }
+                    }
+                }
                 Step::Exit => {
+                    self.live -= 1;
                     self.state[p] = ProcState::Exited;
                     self.sched.exit_process(pid, self.now);
+                    // The elevator may have work for the disk now (2.6.20's
+                    // cfq_exit_cfqq expires the exiting process's slice and
+                    // schedules a dispatch: cfq_schedule_dispatch, whose
+                    // kblockd work removes any plug and runs the queue).
+                    self.blk.remove_plug();
+                    self.fill();
                     self.sync_timer();
                     return Ok(());
                 }
@@ -355,6 +456,7 @@ impl<O: Observer> Engine<'_, O> {
             match self.sched.dispatch(self.now) {
                 Dispatch::Request(rq) => {
                     self.metrics.dispatched += 1;
+                    self.blk.dispatched(&rq);
                     self.obs.dispatched(&rq, self.now);
                     self.device_queue.push(rq);
                     self.start_service();
@@ -418,16 +520,21 @@ impl<O: Observer> Engine<'_, O> {
             return Err(Error::invalid("engine", "completion without a request in service"));
         };
         let (rq, _) = self.in_service.swap_remove(i);
-        self.metrics.request_completed(&rq, self.now);
+        self.metrics.request_completed();
         self.obs.completed(&rq, self.now);
         self.sched.completed(&rq, self.now);
         self.start_service();
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        self.blk.complete(rq.id, self.now, &mut done);
+        // The driver's completion path runs the queue (blk_run_queue).
+        self.blk.remove_plug();
         self.fill();
-        let p = rq.pid as usize;
-        self.procs[p].completed(&rq, self.now);
-        if self.state[p] == ProcState::Blocked {
-            self.run_process(rq.pid)?;
+        for d in &done {
+            self.bio_done(d)?;
         }
+        self.done = done;
+        self.apply_effects();
         Ok(())
     }
 }
@@ -506,6 +613,8 @@ mod tests {
         let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
         let built = workload::build(w, disk.capacity_sectors()).unwrap();
         let cfg = EngineConfig {
+            queue: Default::default(),
+            vm: Default::default(),
             queue_depth: d.queue_depth,
             device_order: d.device_order,
             max_time: None,

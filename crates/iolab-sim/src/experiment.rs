@@ -18,6 +18,8 @@
 //! repetitions = 5
 //! ```
 
+use crate::blk::QueueSpec;
+use crate::pagecache::VmSpec;
 use crate::disk::{self, DiskSpec};
 use crate::engine::{self, EngineConfig, RunControl};
 use crate::error::{Error, Result};
@@ -41,6 +43,12 @@ pub struct Spec {
     pub description: Option<String>,
     #[serde(default)]
     pub disk: DiskSpec,
+    /// The request queue between the processes and the elevator.
+    #[serde(default)]
+    pub queue: QueueSpec,
+    /// Memory and write-back (buffered I/O only).
+    #[serde(default)]
+    pub vm: VmSpec,
     /// `[[scheduler]]` tables, one per configuration to compare.
     #[serde(rename = "scheduler")]
     pub schedulers: Vec<SchedSpec>,
@@ -356,6 +364,8 @@ impl Experiment {
                 }
             }
         }
+        spec.queue.validate()?;
+        spec.vm.validate()?;
         if spec.disk.diskspecs.as_ref().is_some_and(|p| p.trim().is_empty()) {
             return Err(Error::invalid("disk.diskspecs", "is empty; name a DiskSim parameter file"));
         }
@@ -403,6 +413,8 @@ impl Experiment {
         let values = &self.tunables[job.scheduler];
         let elevator = (info.build)(values, &ctx);
         let cfg = EngineConfig {
+            queue: self.spec.queue.clone(),
+            vm: self.spec.vm.clone(),
             queue_depth: self.spec.disk.queue_depth,
             device_order: self.spec.disk.device_order,
             max_time: self.spec.run.duration_s.map(|d| SimTime((d * NS_PER_S as f64).round() as u64)),
@@ -411,6 +423,10 @@ impl Experiment {
         };
         let out = engine::run(disk, elevator, built, &cfg, control)?;
         let header = RunHeader { scheduler: s.display_name().to_string(), tunables: values.0.clone(), seed: job.seed };
-        Ok(out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation))
+        let mut result =
+            out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation);
+        result.phases = crate::metrics::phase_results(&out.timings);
+        result.page_cache = out.cache;
+        Ok(result)
     }
 }

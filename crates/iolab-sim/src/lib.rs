@@ -11,6 +11,7 @@
 //! randomness is a seeded ChaCha8 generator ([`rng::SimRng`]), so a spec and
 //! a seed give the same bytes out on every run.
 
+pub mod blk;
 pub mod disk;
 pub mod engine;
 pub mod error;
@@ -18,6 +19,7 @@ pub mod experiment;
 pub mod histogram;
 pub mod limits;
 pub mod metrics;
+pub mod pagecache;
 pub mod request;
 pub mod rng;
 pub mod sched;

@@ -77,6 +77,10 @@ pub struct Collector {
     read_bytes: u64,
     write_bytes: u64,
     pub(crate) inserted: u64,
+    /// Bios that joined a queued request instead of making one.
+    pub(crate) merged: u64,
+    /// Queued requests that joined another (`attempt_merge`).
+    pub(crate) absorbed: u64,
     pub(crate) dispatched: u64,
     pub(crate) completed: u64,
     busy_ns: u64,
@@ -100,6 +104,8 @@ impl Collector {
             read_bytes: 0,
             write_bytes: 0,
             inserted: 0,
+            merged: 0,
+            absorbed: 0,
             dispatched: 0,
             completed: 0,
             busy_ns: 0,
@@ -134,11 +140,18 @@ impl Collector {
         }
     }
 
-    /// A request completed at `now`.
-    pub fn request_completed(&mut self, rq: &Request, now: SimTime) {
+    /// The device completed a request at `now`.
+    pub fn request_completed(&mut self) {
+        self.completed += 1;
+    }
+
+    /// One bio of a completed request: its owner waited from its
+    /// submission (`rq.arrival`) to `now`. Latency and volume are counted
+    /// per bio, what each process asked for; a request carries one bio
+    /// unless bios were merged into it.
+    pub fn bio_completed(&mut self, rq: &Request, now: SimTime) {
         let latency = now.since(rq.arrival);
         let bytes = rq.bytes();
-        self.completed += 1;
         self.overall.record(latency, bytes);
         let pid = rq.pid as usize;
         self.per_process[pid].record(latency, bytes);
@@ -169,9 +182,11 @@ impl Collector {
             elapsed_ms: ns_to_ms(elapsed),
             requests: RequestCounts {
                 inserted: self.inserted,
+                merged: self.merged,
+                absorbed: self.absorbed,
                 dispatched: self.dispatched,
                 completed: self.completed,
-                unfinished: self.inserted - self.completed,
+                unfinished: self.inserted - self.absorbed - self.completed,
             },
             throughput_mb_s: rate((self.read_bytes + self.write_bytes) as f64 / 1e6, elapsed),
             read_mb_s: rate(self.read_bytes as f64 / 1e6, elapsed),
@@ -211,6 +226,8 @@ impl Collector {
                 .enumerate()
                 .map(|(i, name)| self.per_process[i].group(name, 1, elapsed))
                 .collect(),
+            phases: Vec::new(),
+            page_cache: None,
         }
     }
 }
@@ -243,7 +260,12 @@ pub struct GroupResult {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RequestCounts {
+    /// Requests made (one per bio that did not merge).
     pub inserted: u64,
+    /// Bios merged into a queued request.
+    pub merged: u64,
+    /// Queued requests merged into another.
+    pub absorbed: u64,
     pub dispatched: u64,
     pub completed: u64,
     /// Still queued or in service when the run stopped.
@@ -287,6 +309,56 @@ pub struct AnticipationSummary {
     pub mean_success_wait_ms: f64,
 }
 
+/// One phase (IOzone test) over all the processes that ran it, as IOzone
+/// reports a throughput-mode test (`-t`): "Children see throughput" is the
+/// sum of each process's own rate (its bytes over its own time in the
+/// phase); "Parent sees throughput" is all the bytes over the time from
+/// the first process's start to the last one's end. MB/s (10^6 bytes).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseResult {
+    pub phase: String,
+    pub processes: u32,
+    pub bytes: u64,
+    pub children_mb_s: f64,
+    pub parent_mb_s: f64,
+    pub min_process_mb_s: f64,
+    pub max_process_mb_s: f64,
+    /// From the first start to the last end.
+    pub elapsed_ms: f64,
+}
+
+/// IOzone-style results of per-process phase timings, phases in the order
+/// they first appear.
+pub fn phase_results(timings: &[(crate::request::ProcessId, crate::workload::process::PhaseTiming)]) -> Vec<PhaseResult> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for (_, t) in timings {
+        if !names.contains(&t.phase) {
+            names.push(t.phase);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let ts: Vec<_> = timings.iter().filter(|(_, t)| t.phase == name).map(|(_, t)| t).collect();
+            let rate = |bytes: u64, ns: u64| if ns == 0 { 0.0 } else { bytes as f64 / 1e6 / (ns as f64 / 1e9) };
+            let own: Vec<f64> = ts.iter().map(|t| rate(t.bytes, t.end.since(t.start))).collect();
+            let start = ts.iter().map(|t| t.start).min().unwrap_or_default();
+            let end = ts.iter().map(|t| t.end).max().unwrap_or_default();
+            let bytes = ts.iter().map(|t| t.bytes).sum();
+            PhaseResult {
+                phase: name.to_string(),
+                processes: ts.len() as u32,
+                bytes,
+                children_mb_s: own.iter().sum(),
+                parent_mb_s: rate(bytes, end.since(start)),
+                min_process_mb_s: own.iter().copied().fold(f64::INFINITY, f64::min),
+                max_process_mb_s: own.iter().copied().fold(0.0, f64::max),
+                elapsed_ms: ns_to_ms(end.since(start)),
+            }
+        })
+        .collect()
+}
+
 /// The result of one scheduler on one seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunResult {
@@ -309,4 +381,10 @@ pub struct RunResult {
     pub anticipation: AnticipationSummary,
     pub per_class: Vec<GroupResult>,
     pub per_process: Vec<GroupResult>,
+    /// Per phase, IOzone-style (workloads with phases: IOzone).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseResult>,
+    /// The page cache (runs with buffered I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache: Option<crate::pagecache::CacheReport>,
 }

@@ -41,8 +41,10 @@ pub struct Request {
     /// Length in sectors (at least 1).
     pub nr_sectors: u32,
     pub dir: Dir,
-    /// Synchronous: the issuer waits for it (reads, O_SYNC writes). AS and
-    /// CFQ treat sync requests as "reads" (ELEVATORS.md 1.1).
+    /// The issuer's sync flag (Linux `REQ_RW_SYNC`, set from `BIO_RW_SYNC`:
+    /// O_DIRECT and O_SYNC writes, `WRITE_SYNC`). Whether the schedulers
+    /// treat a request as sync is [`Request::is_sync`], not this flag: a
+    /// read is sync whatever the flag says.
     pub sync: bool,
     /// When it was inserted into the scheduler.
     pub arrival: SimTime,
@@ -56,9 +58,18 @@ impl Request {
     pub fn bytes(&self) -> u64 {
         self.nr_sectors as u64 * SECTOR_BYTES
     }
-    /// AS and CFQ's notion of direction: sync (index 0) or async (index 1).
+    /// Linux 2.6.20 `rq_is_sync` (include/linux/blkdev.h): every read, and
+    /// a write flagged `REQ_RW_SYNC`. This is what AS and CFQ call "sync"
+    /// (AS's "read" direction, CFQ's per-process queue, the think-time and
+    /// seek history); the issuer's own `sync` flag only decides it for
+    /// writes.
+    pub fn is_sync(&self) -> bool {
+        self.dir == Dir::Read || self.sync
+    }
+    /// AS's notion of direction (`rq_is_sync` as an index): sync (index 0)
+    /// or async (index 1).
     pub fn sync_index(&self) -> usize {
-        if self.sync {
+        if self.is_sync() {
             0
         } else {
             1
@@ -151,6 +162,22 @@ impl<'de> serde::Deserialize<'de> for IoPrio {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rq(dir: Dir, sync: bool) -> Request {
+        Request { id: 0, pid: 0, sector: 0, nr_sectors: 8, dir, sync, arrival: SimTime::ZERO }
+    }
+
+    /// Issue 9: `rq_is_sync` is "every read, plus writes flagged sync",
+    /// not the issuer's flag alone.
+    #[test]
+    fn rq_is_sync_is_every_read_plus_flagged_writes() {
+        assert!(rq(Dir::Read, true).is_sync());
+        assert!(rq(Dir::Read, false).is_sync(), "a read is sync whatever its flag");
+        assert!(rq(Dir::Write, true).is_sync(), "WRITE_SYNC (O_DIRECT, O_SYNC)");
+        assert!(!rq(Dir::Write, false).is_sync(), "write-back");
+        assert_eq!(rq(Dir::Read, false).sync_index(), 0);
+        assert_eq!(rq(Dir::Write, false).sync_index(), 1);
+    }
 
     #[test]
     fn ioprio_parses_as_ionice_names_it() {

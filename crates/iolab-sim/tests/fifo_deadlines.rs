@@ -20,6 +20,7 @@
 //!   switch waits for the request in flight: overshoot <= fifo_expire +
 //!   max(batch_expire) + antic_expire + 2 S.
 
+use iolab_sim::blk::QueueSpec;
 use iolab_sim::disk::{self, DiskSpec};
 use iolab_sim::engine::{self, EngineConfig, Observer, RunControl};
 use iolab_sim::request::Request;
@@ -128,7 +129,9 @@ fn worst(name: &str, expire_ms: [u64; 2], by_sync: bool, seed: u64) -> (u64, u64
     let built = workload::build(&workload(seed as u32 % 3), disk.capacity_sectors()).unwrap();
     let ctx = SchedContext::new(disk.position_cost());
     let (e, _) = sched::build(name, &BTreeMap::new(), &ctx).unwrap();
-    let cfg = EngineConfig {
+    // Merging off: the test follows each request from insert to dispatch.
+    let queue = QueueSpec { merges: false, ..QueueSpec::default() };
+    let cfg = EngineConfig { queue, vm: Default::default(),
         queue_depth: 1,
         device_order: Default::default(),
         max_time: Some(SimTime(25_000 * NS_PER_MS)),

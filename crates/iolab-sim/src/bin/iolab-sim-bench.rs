@@ -72,7 +72,7 @@ fn main() {
                     std::process::exit(2);
                 }
             };
-            let cfg = EngineConfig {
+            let cfg = EngineConfig { queue: Default::default(), vm: Default::default(),
                 queue_depth: 1,
                 device_order: Default::default(),
                 max_time: None,

@@ -8,12 +8,14 @@
 //! but writes go after `writes_starved` read batches have passed them, and
 //! an expired FIFO head jumps the sort order and starts a new batch.
 //!
-//! Not modelled: merging (the simulator's requests never merge, so
-//! `front_merges` is accepted and has no effect) and aliases (two requests
-//! at one sector are both kept, see `sortfifo`).
+//! Merging: the block layer (`crate::blk`) merges bios into the queued
+//! requests; deadline's part is the front-merge lookup (`front_merges`),
+//! re-sorting a grown request and the FIFO rule when two requests merge.
+//! Not modelled: aliases (two requests at one sector are both kept, see
+//! `sortfifo`).
 
 use super::sortfifo::{Slot, SortFifo};
-use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use super::{Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::request::Request;
 use crate::time::SimTime;
 
@@ -43,6 +45,7 @@ pub struct Deadline {
     fifo_expire_ns: [u64; 2],
     fifo_batch: u32,
     writes_starved: u32,
+    front_merges: bool,
 }
 
 impl Deadline {
@@ -56,6 +59,7 @@ impl Deadline {
             fifo_expire_ns: [v.ms_as_ns("read_expire"), v.ms_as_ns("write_expire")],
             fifo_batch: v.get("fifo_batch") as u32,
             writes_starved: v.get("writes_starved") as u32,
+            front_merges: v.get("front_merges") != 0.0,
         }
     }
 
@@ -147,6 +151,56 @@ impl Elevator for Deadline {
     fn queued(&self) -> usize {
         self.q.len()
     }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// deadline_merge: with `front_merges` on, the request of the bio's
+    /// data direction that starts where the bio ends.
+    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        if !self.front_merges {
+            return None;
+        }
+        self.q.find(bio.dir.index(), bio.end_sector()).map(|s| *self.q.rq(s))
+    }
+
+    /// elv_rb_former_request / elv_rb_latter_request.
+    fn former_request(&self, rq: &Request) -> Option<Request> {
+        let slot = self.q.slot_of(rq.dir.index(), rq)?;
+        self.q.sort_prev(slot).map(|s| *self.q.rq(s))
+    }
+    fn latter_request(&self, rq: &Request) -> Option<Request> {
+        let slot = self.q.slot_of(rq.dir.index(), rq)?;
+        self.q.sort_next(slot).map(|s| *self.q.rq(s))
+    }
+
+    /// deadline_merged_request: the grown request (re-sorted if it grew at
+    /// its front).
+    fn merged(&mut self, old: &Request, new: &Request, _kind: MergeKind) {
+        if let Some(slot) = self.q.slot_of(old.dir.index(), old) {
+            self.q.update(slot, *new);
+        }
+    }
+
+    /// deadline_merged_requests: `rq` takes `next`'s FIFO place and expiry
+    /// if `next` expires first; `next` goes (deadline_remove_request,
+    /// moving `next_rq` on if it pointed there).
+    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, _now: SimTime) {
+        let dir = rq.dir.index();
+        let (Some(r), Some(n)) = (self.q.slot_of(dir, rq), self.q.slot_of(dir, next)) else {
+            debug_assert!(false, "merged requests must be queued");
+            return;
+        };
+        if self.q.fifo_time(n) < self.q.fifo_time(r) {
+            self.q.take_fifo_place(r, n);
+        }
+        if self.next_rq[dir] == Some(n) {
+            self.next_rq[dir] = self.q.sort_next(n);
+        }
+        self.q.remove(n);
+        self.q.update(r, *merged);
+    }
 }
 
 /// Tunables, as `/sys/block/<dev>/queue/iosched/` shows them in 2.6.20.
@@ -177,7 +231,7 @@ static TUNABLES: [Tunable; 5] = [
         min: 0.0,
         max: 1.0,
         default: FRONT_MERGES,
-        help: "accepted for compatibility; merging is not modelled",
+        help: "look for a front merge in the sort tree (deadline_merge)",
     },
     Tunable {
         name: "fifo_batch",

@@ -20,7 +20,7 @@
 
 use crate::disk::PositionCost;
 use crate::error::{Error, Result};
-use crate::request::{IoPrio, ProcessId, Request};
+use crate::request::{Dir, IoPrio, ProcessId, Request};
 use crate::time::SimTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -37,7 +37,7 @@ pub mod none;
 pub mod noop;
 pub mod sortfifo;
 #[cfg(test)]
-mod testutil;
+pub(crate) mod testutil;
 
 /// What a scheduler answers when asked for a request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -97,6 +97,82 @@ pub trait Elevator: Send {
     fn anticipation(&self) -> Option<AnticipationStats> {
         None
     }
+
+    // Merging (2.6.20's elevator_merge_fn, elevator_merged_fn,
+    // elevator_merge_req_fn, elevator_allow_merge_fn and the former/latter
+    // lookups). The block layer (`crate::blk`) decides merges and keeps
+    // the merge hash; an elevator that returns `true` from `merges` must
+    // implement `merged` and `merged_requests`, since it keeps its own
+    // copies of the requests. One that does not (the default) is never
+    // merged into: every bio becomes a request of its own.
+
+    /// Optional. Whether the elevator takes merges (default: no).
+    fn merges(&self) -> bool {
+        false
+    }
+
+    /// Optional. `elevator_merge_fn`: a queued request that `bio` (a
+    /// request-shaped view of the bio: its owner, extent, direction and
+    /// sync flag) may be front-merged into, as the elevator's own lookup
+    /// finds it (a request starting where `bio` ends). None: no candidate.
+    fn front_merge_candidate(&self, _bio: &Request) -> Option<Request> {
+        None
+    }
+
+    /// Optional. `elevator_allow_merge_fn`, plus: `rq` is still in the
+    /// elevator's sort structures (a request moved to a dispatch list of
+    /// the elevator's own left the merge hash in 2.6.20:
+    /// `elv_dispatch_sort` -> `elv_rqhash_del`).
+    fn allow_merge(&self, _rq: &Request, _bio: &Request) -> bool {
+        true
+    }
+
+    /// Optional. `elevator_former_req_fn` / `elevator_latter_req_fn`: the
+    /// queued request before / after `rq` in the elevator's order, the
+    /// candidates for merging two requests after a bio joined `rq`.
+    fn former_request(&self, _rq: &Request) -> Option<Request> {
+        None
+    }
+    fn latter_request(&self, _rq: &Request) -> Option<Request> {
+        None
+    }
+
+    /// Required if `merges`. `elevator_merged_fn`: the queued request
+    /// `old` took a bio at its front or back and is now `new` (same id).
+    fn merged(&mut self, _old: &Request, _new: &Request, _kind: MergeKind) {}
+
+    /// Required if `merges`. `elevator_merge_req_fn`: the queued request
+    /// `next` was appended to `rq` (which became `merged`, same id as `rq`)
+    /// and leaves the elevator without being dispatched.
+    fn merged_requests(&mut self, _rq: &Request, _merged: &Request, _next: &Request, _now: SimTime) {}
+
+    /// Optional. `elevator_may_queue_fn`: may process `pid` allocate a
+    /// request of direction `dir` (`sync` = its REQ_RW_SYNC flag) when the
+    /// request list is full? (AS and CFQ exempt the process they wait for.)
+    fn may_queue(&mut self, _pid: ProcessId, _dir: Dir, _sync: bool) -> MayQueue {
+        MayQueue::May
+    }
+}
+
+/// Where a bio joined a queued request (`ELEVATOR_BACK_MERGE`,
+/// `ELEVATOR_FRONT_MERGE`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MergeKind {
+    Back,
+    Front,
+}
+
+/// `ELV_MQUEUE_*`: the elevator's say on allocating a request when the
+/// request list is full.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MayQueue {
+    /// `ELV_MQUEUE_MAY`: the usual limits apply.
+    May,
+    /// `ELV_MQUEUE_NO`: refuse.
+    No,
+    /// `ELV_MQUEUE_MUST`: allocate even past `nr_requests` (up to the
+    /// hard limit of 3/2 of it).
+    Must,
 }
 
 /// The Table 1 accounting of the WPCAS paper (DESIGN.md), shared by AS,

@@ -1,7 +1,9 @@
 //! The request store of the deadline family (deadline, AS): per direction
 //! a sort tree ordered by sector (Linux: `sort_list[2]`, an rbtree filled
 //! by `elv_rb_add`) and a FIFO in arrival order carrying each request's
-//! expiry (`fifo_list[2]` with `rq_set_fifo_time`).
+//! expiry (`fifo_list[2]` with `rq_set_fifo_time`), with what the merge
+//! hooks need (`elv_rb_find`, re-keying a grown request, a merged
+//! request taking the FIFO place of the one it absorbed).
 //!
 //! A request lives in a slab slot and is linked into both structures, so
 //! removing it from the middle of the FIFO is O(1) like `list_del_init`,
@@ -9,7 +11,7 @@
 //! B-tree's own nodes. The tree key is (sector, request id): Linux's
 //! rbtree keys on the sector alone and dispatches an "alias" (a second
 //! request at the same sector) at once; the simulator keeps both, ordered
-//! by id, since it does not model merging (see docs/schedulers.md).
+//! by id (see docs/schedulers.md).
 
 use crate::request::{Request, RequestId};
 use crate::time::SimTime;
@@ -79,18 +81,11 @@ impl SortFifo {
 
     /// Take a request off its tree and FIFO (`rq_fifo_clear` + `elv_rb_del`).
     pub fn remove(&mut self, slot: Slot) -> Request {
-        let (rq, dir, prev, next) = {
+        let (rq, dir) = {
             let e = &self.entries[slot as usize];
-            (e.rq, e.dir as usize, e.prev, e.next)
+            (e.rq, e.dir as usize)
         };
-        match prev {
-            NIL => self.head[dir] = next,
-            p => self.entries[p as usize].next = next,
-        }
-        match next {
-            NIL => self.tail[dir] = prev,
-            n => self.entries[n as usize].prev = prev,
-        }
+        self.unlink(slot, dir);
         self.sort[dir].remove(&(rq.sector, rq.id));
         self.free.push(slot);
         self.len -= 1;
@@ -133,6 +128,66 @@ impl SortFifo {
         self.len == 0
     }
 
+    /// The slot of a queued request, found by its direction, sector and
+    /// id (the copy the caller was handed).
+    pub fn slot_of(&self, dir: usize, rq: &Request) -> Option<Slot> {
+        self.sort[dir].get(&(rq.sector, rq.id)).copied()
+    }
+
+    /// `elv_rb_find`: a request of direction `dir` starting at `sector`
+    /// (the oldest-id one if two do).
+    pub fn find(&self, dir: usize, sector: u64) -> Option<Slot> {
+        self.sort[dir].range((sector, 0)..=(sector, RequestId::MAX)).next().map(|(_, s)| *s)
+    }
+
+    /// Replace a queued request with its grown self (a merge): same slot,
+    /// same FIFO place, re-keyed in the tree if its sector moved.
+    pub fn update(&mut self, slot: Slot, rq: Request) {
+        let (dir, old) = self.key(slot);
+        if old.0 != rq.sector {
+            self.sort[dir].remove(&old);
+            self.sort[dir].insert((rq.sector, rq.id), slot);
+        }
+        self.entries[slot as usize].rq = rq;
+    }
+
+    /// `list_move(&rq->queuelist, &next->queuelist)` then the caller
+    /// removes `next`: `slot` takes `next`'s place in the FIFO, with its
+    /// expiry.
+    pub fn take_fifo_place(&mut self, slot: Slot, next: Slot) {
+        let dir = self.entries[slot as usize].dir as usize;
+        debug_assert_eq!(dir, self.entries[next as usize].dir as usize);
+        self.unlink(slot, dir);
+        // Link `slot` right after `next`.
+        let after = self.entries[next as usize].next;
+        {
+            let e = &mut self.entries[slot as usize];
+            e.prev = next;
+            e.next = after;
+        }
+        self.entries[next as usize].next = slot;
+        match after {
+            NIL => self.tail[dir] = slot,
+            a => self.entries[a as usize].prev = slot,
+        }
+        self.entries[slot as usize].fifo_time = self.entries[next as usize].fifo_time;
+    }
+
+    fn unlink(&mut self, slot: Slot, dir: usize) {
+        let (prev, next) = {
+            let e = &self.entries[slot as usize];
+            (e.prev, e.next)
+        };
+        match prev {
+            NIL => self.head[dir] = next,
+            p => self.entries[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail[dir] = prev,
+            n => self.entries[n as usize].prev = prev,
+        }
+    }
+
     fn key(&self, slot: Slot) -> (usize, (u64, RequestId)) {
         let e = &self.entries[slot as usize];
         (e.dir as usize, (e.rq.sector, e.rq.id))
@@ -170,6 +225,29 @@ mod tests {
         let d = q.add(1, read(3, 0, 5), SimTime(4));
         assert!(d <= c.max(a).max(b));
         assert!(q.fifo_empty(0) && !q.fifo_empty(1));
+    }
+
+    #[test]
+    fn update_rekeys_and_a_merged_request_takes_the_fifo_place() {
+        let mut q = SortFifo::default();
+        let a = q.add(0, read(0, 0, 300), SimTime(10));
+        let b = q.add(0, read(1, 0, 100), SimTime(20));
+        let c = q.add(0, read(2, 0, 200), SimTime(30));
+        assert_eq!(q.find(0, 200), Some(c));
+        assert_eq!(q.find(0, 201), None);
+        // c grows at its front to 150: re-keyed, still between b and a.
+        q.update(c, Request { sector: 150, nr_sectors: 58, ..read(2, 0, 150) });
+        assert_eq!(q.find(0, 150), Some(c));
+        assert_eq!(q.sort_next(b), Some(c));
+        assert_eq!(q.slot_of(0, &read(2, 0, 150)), Some(c));
+        // c absorbs a (older in the FIFO): c takes a's place and expiry.
+        q.take_fifo_place(c, a);
+        q.remove(a);
+        assert_eq!(q.fifo_first(0), Some(c));
+        assert_eq!(q.fifo_time(c), SimTime(10));
+        assert_eq!(q.remove(c).id, 2);
+        assert_eq!(q.fifo_first(0), Some(b));
+        assert_eq!(q.len(), 1);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use super::fs_layout::{FsLayout, BLOCK_BYTES, BLOCK_SECTORS};
 use super::{IoOp, Step};
+use crate::pagecache::FileOp;
 use crate::request::{Dir, Request};
 use serde::{Deserialize, Serialize};
 
@@ -30,24 +31,51 @@ pub enum IoMode {
     Direct,
 }
 
+/// The pseudo-file of a process's page cache that stands for the block
+/// device (the buffer cache of 2.6: metadata blocks, and with buffered I/O
+/// the file data too, by disk block): page `p` is disk block `p`.
+pub const BDEV_FILE: u32 = u32::MAX;
+
 #[derive(Clone, Debug)]
 pub struct OpQueue {
     ops: Vec<IoOp>,
+    /// Per op: through the page cache (a `Step::File` on `BDEV_FILE`)
+    /// rather than a request.
+    cached: Vec<bool>,
     next: usize,
     sync_pending: bool,
     async_in_flight: u32,
     max_async: u32,
+    /// Route write-back and buffered data through the page cache.
+    through_cache: bool,
 }
 
 impl OpQueue {
     pub fn new(max_async: u32) -> OpQueue {
         OpQueue {
             ops: Vec::with_capacity(64),
+            cached: Vec::with_capacity(64),
             next: 0,
             sync_pending: false,
             async_in_flight: 0,
             max_async: max_async.max(1),
+            through_cache: false,
         }
+    }
+
+    /// Asynchronous writes (write-back) and buffered data go through the
+    /// page cache as operations on [`BDEV_FILE`]: a write dirties the
+    /// blocks for pdflush to write back, a read finds them cached or waits
+    /// for them. Synchronous requests (direct I/O, `sync_metadata`) stay
+    /// requests of the process.
+    pub fn through_page_cache(mut self) -> OpQueue {
+        self.through_cache = true;
+        self
+    }
+
+    fn push(&mut self, op: IoOp, cached: bool) {
+        self.ops.push(op);
+        self.cached.push(cached);
     }
 
     /// The step that continues the current operation, or `None` when all
@@ -57,6 +85,12 @@ impl OpQueue {
             return Some(Step::Wait);
         }
         let op = *self.ops.get(self.next)?;
+        if self.cached[self.next] {
+            self.next += 1;
+            let page = op.sector / BLOCK_SECTORS;
+            let pages = (op.sector + op.nr_sectors as u64).div_ceil(BLOCK_SECTORS) - page;
+            return Some(Step::File(FileOp { file: BDEV_FILE, page, pages: pages as u32, dir: op.dir, partial: false }));
+        }
         if !op.sync && self.async_in_flight >= self.max_async {
             return Some(Step::Wait);
         }
@@ -73,6 +107,7 @@ impl OpQueue {
     pub fn start(&mut self) {
         debug_assert!(self.next == self.ops.len() && !self.sync_pending);
         self.ops.clear();
+        self.cached.clear();
         self.next = 0;
     }
 
@@ -91,8 +126,11 @@ impl OpQueue {
     }
 
     /// A whole-block metadata request (inode-table or directory block).
+    /// Through the page cache, an asynchronous write dirties the block and
+    /// a read looks in the cache first (`sb_bread`).
     pub fn block(&mut self, sector: u64, dir: Dir, sync: bool) {
-        self.ops.push(IoOp { sector, nr_sectors: BLOCK_SECTORS as u32, dir, sync });
+        let cached = self.through_cache && (dir == Dir::Read || !sync);
+        self.push(IoOp { sector, nr_sectors: BLOCK_SECTORS as u32, dir, sync }, cached);
     }
 
     /// Data requests for bytes `start .. end` of file `id`.
@@ -113,21 +151,24 @@ impl OpQueue {
         if start >= end {
             return;
         }
-        let ops = &mut self.ops;
+        let mut runs = Vec::new();
         match mode {
             IoMode::Buffered => {
                 let (s, e) = (start / BLOCK_BYTES * BLOCK_BYTES, end.div_ceil(BLOCK_BYTES) * BLOCK_BYTES);
-                fs.map(id, s, e, max_sectors, |sector, nr_sectors| ops.push(IoOp { sector, nr_sectors, dir, sync }));
+                fs.map(id, s, e, max_sectors, |sector, nr_sectors| runs.push(IoOp { sector, nr_sectors, dir, sync }));
+                let cached = self.through_cache;
+                runs.into_iter().for_each(|op| self.push(op, cached));
             }
             IoMode::Direct => {
                 let mut at = start;
                 while at < end {
                     let to = (at + chunk).min(end);
                     fs.map(id, at, to, max_sectors, |sector, nr_sectors| {
-                        ops.push(IoOp { sector, nr_sectors, dir, sync: true })
+                        runs.push(IoOp { sector, nr_sectors, dir, sync: true })
                     });
                     at = to;
                 }
+                runs.into_iter().for_each(|op| self.push(op, false));
             }
         }
     }

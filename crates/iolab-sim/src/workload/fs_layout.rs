@@ -351,6 +351,12 @@ impl FsLayout {
 
     /// Create a file of `size_bytes` in directory `dir`.
     pub fn create(&mut self, dir: u32, size_bytes: u64) -> Result<Created, NoSpace> {
+        self.create_near(dir, size_bytes, None)
+    }
+
+    /// Create a file whose data starts from block `goal` if that is free
+    /// and in the file's group (ext3's `ext3_find_goal`), else first fit.
+    pub fn create_near(&mut self, dir: u32, size_bytes: u64, goal: Option<u64>) -> Result<Created, NoSpace> {
         let need = size_bytes.div_ceil(BLOCK_BYTES);
         let d = &self.dirs[dir as usize];
         let per = self.geo.dirents_per_block;
@@ -387,7 +393,7 @@ impl FsLayout {
         let mut extents = std::mem::take(&mut self.files[id as usize].extents);
         extents.clear();
         let ig = ((ino / self.geo.inodes_per_group as u64) as u32 - self.first) as usize;
-        self.alloc_blocks(ig, None, need, &mut extents);
+        self.alloc_blocks(ig, goal, need, &mut extents);
         self.files[id as usize] =
             File { live: true, dir, ino, size_bytes, dirent_block, dirent_index: dirent_index as u32, extents };
         Ok(Created { file: id, dir_grew: slot_in.is_none() })
@@ -552,6 +558,48 @@ impl FsLayout {
             assert_eq!(d.used.iter().sum::<u32>(), entries[i] + 2, "dir {i}: entry count");
         }
     }
+}
+
+/// Start sectors for files of `sizes` sectors created one after the
+/// other in one new top-level directory of an empty file system over the
+/// disk (`Placement::Directory`); with `colour`, each file's blocks start
+/// from ext3's goal for the process writing it (process `i` of the
+/// workload: group start + `(i % 16)` sixteenths of a group,
+/// `ext3_find_near`). Every file must come out contiguous (a workload
+/// process reads and writes one contiguous region).
+pub fn place_in_directory(sizes: &[u64], capacity: u64, colour: bool, field: &str) -> Result<Vec<u64>> {
+    let geo = Geometry::new(&FsSpec::default(), capacity, &format!("{field}.placement"))?;
+    let mut fs = FsLayout::new(geo.clone(), 0, geo.groups);
+    let dir = fs
+        .mkdir(None)
+        .map_err(|_| Error::invalid(format!("{field}.placement"), "the file system has no room for a directory"))?;
+    let group = fs.dirs[dir as usize].group as u64;
+    let mut starts = Vec::with_capacity(sizes.len());
+    for (i, &sectors) in sizes.iter().enumerate() {
+        let goal = colour.then(|| {
+            let g = geo.group_start(group as u32) + (i as u64 % 16) * (geo.group_blocks / 16);
+            g.max(geo.data_start(group as u32))
+        });
+        let c = fs.create_near(dir, sectors * SECTOR_BYTES, goal).map_err(|_| {
+            Error::invalid(
+                format!("{field}.placement"),
+                format!("file {i} of {} MiB does not fit the file system", (sectors * SECTOR_BYTES) >> 20),
+            )
+        })?;
+        let f = fs.file(c.file);
+        if f.extents.len() != 1 {
+            return Err(Error::invalid(
+                format!("{field}.placement"),
+                format!(
+                    "file {i} ({} MiB) is not contiguous in the file-system layout (it crosses a block group's \
+                     metadata); use placement = \"packed\" for files this large",
+                    (sectors * SECTOR_BYTES) >> 20
+                ),
+            ));
+        }
+        starts.push(f.extents[0].block * BLOCK_SECTORS);
+    }
+    Ok(starts)
 }
 
 fn push_block(out: &mut Vec<Extent>, block: u64) {

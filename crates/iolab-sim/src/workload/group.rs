@@ -10,10 +10,12 @@
 //! count = 4
 //! pattern = "sequential"      # sequential | random | strided | backward
 //! op = "read"                 # read | write | mix (read_fraction)
-//! sync = true                 # false: write-back, max_outstanding in flight
+//! direct = true               # false: buffered, through the page cache
+//! sync = true                 # direct only; false: max_outstanding in flight
 //! request_kb = 16
 //! file_mb = 64
 //! think = { dist = "constant", ms = 1 }
+//! cpu = { dist = "constant", ms = 0.05 }   # CPU per operation
 //! ioprio = "be/4"             # rt/N, be/N or idle, as ionice sets it
 //! ```
 
@@ -54,6 +56,13 @@ pub struct GroupSpec {
     pub op: OpSpec,
     /// For `op = "mix"`: the probability that an operation is a read.
     pub read_fraction: f64,
+    /// Direct I/O (`O_DIRECT`, each operation a request) or buffered
+    /// through the page cache (read-ahead, write-back).
+    pub direct: bool,
+    /// Direct I/O: each request waited for (true) or up to
+    /// `max_outstanding` in flight. A direct write with `sync` is
+    /// `WRITE_SYNC`, as 2.6.20's O_DIRECT writes are; a read is sync to
+    /// the schedulers either way.
     pub sync: bool,
     /// Requests in flight at most for `sync = false`.
     pub max_outstanding: u32,
@@ -62,6 +71,8 @@ pub struct GroupSpec {
     /// For `pattern = "strided"`: the stride in records.
     pub stride: u64,
     pub think: ThinkSpec,
+    /// CPU time per operation, added to the think time.
+    pub cpu: ThinkSpec,
     pub start_ms: f64,
     /// The process stops issuing at this time (default: never).
     pub stop_ms: Option<f64>,
@@ -81,12 +92,14 @@ impl Default for GroupSpec {
             pattern: Pattern::Sequential,
             op: OpSpec::Read,
             read_fraction: 0.5,
+            direct: true,
             sync: true,
             max_outstanding: 8,
             request_kb: 4.0,
             file_mb: 64.0,
             stride: 2,
             think: ThinkSpec::default(),
+            cpu: ThinkSpec::default(),
             start_ms: 0.0,
             stop_ms: None,
             passes: 0,
@@ -130,7 +143,7 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
             OpKind::Mix { read_fraction: g.read_fraction }
         }
     };
-    if !g.sync && g.max_outstanding == 0 {
+    if g.direct && !g.sync && g.max_outstanding == 0 {
         return Err(Error::invalid(format!("{field}.max_outstanding"), "must be at least 1"));
     }
     if g.stride == 0 {
@@ -143,14 +156,17 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
         ));
     }
     Ok(Phase {
+        name: "run",
         pattern: g.pattern,
         op,
+        direct: g.direct,
         sync: g.sync,
         max_outstanding: g.max_outstanding,
         record_sectors: record as u32,
         stride_records: g.stride,
         ops: (g.passes > 0).then(|| (file / record) * g.passes as u64),
         think: ThinkTime::from_spec(&g.think, &format!("{field}.think"))?,
+        cpu: ThinkTime::from_spec(&g.cpu, &format!("{field}.cpu"))?,
     })
 }
 
@@ -193,6 +209,7 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
     }
     let sizes: Vec<u64> = pending.iter().map(|p| p.4).collect();
     let starts = place(spec.placement, &sizes, capacity, "workload")?;
+    let page_cache = spec.group.iter().any(|g| !g.direct);
     let processes = pending
         .into_iter()
         .zip(starts)
@@ -202,5 +219,5 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
             ProcessEntry { name, start, process: Box::new(p) }
         })
         .collect();
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache })
 }

@@ -1,17 +1,33 @@
 //! IOzone in throughput mode, as the WPCAS paper ran it (section 4.4):
 //! `iozone -i 0 -i 1 -r 4096 -t 40 -s 100 -I` (sequential) and
 //! `iozone -i 2 -r 4096 -t 40 -I` (random). Each of the `-t` processes
-//! works on its own file; `-I` is direct I/O, so every request reaches the
-//! disk and the process waits for it (writes are synchronous too).
+//! works on its own file.
 //!
 //! Test order within a process, as IOzone runs them: `-i 0` = write then
 //! re-write, `-i 1` = read then re-read, `-i 2` = random read then random
-//! write (one operation per record of the file in each test). The paper
-//! says the files are 512 KB while its command line says `-s 100` and
-//! `-r 4096`; both record and file size are parameters here.
+//! write (one operation per record of the file in each test). In
+//! throughput mode IOzone starts every test for all its children at once
+//! and waits for all of them before the next test: the processes meet at a
+//! barrier at the end of each test. Each test's throughput is reported as
+//! IOzone reports it ("Children see" and "Parent sees", `metrics::
+//! phase_results`). The paper says the files are 512 KB while its command
+//! line says `-s 100` and `-r 4096`; both record and file size are
+//! parameters here.
+//!
+//! `-I` (`direct`, the paper's setting) is `O_DIRECT`: every record is a
+//! request, and the process waits for it; a write is `WRITE_SYNC` (2.6.20's
+//! fs/direct-io.c turns every O_DIRECT write into one), a read is sync to
+//! the schedulers as every read is. Without `-I` the records go through the
+//! page cache (read-ahead, dirty pages written back by pdflush).
+//!
+//! Files are placed by `placement`: `spread` over the disk, `packed` back
+//! to back, or through the file-system layout as files of one directory
+//! (`directory`, or `ext3` with ext3's per-process block goals), which is
+//! where IOzone's `-t` files of one working directory would be. `cpu` adds
+//! CPU time per operation (IOzone's own is next to none).
 
 use super::pattern::Pattern;
-use super::process::{OpKind, PatternProcess, Phase};
+use super::process::{Barrier, OpKind, PatternProcess, Phase};
 use super::think::{ThinkSpec, ThinkTime};
 use super::{kib_to_sectors, place, BuiltWorkload, Placement, ProcessEntry};
 use crate::error::{Error, Result};
@@ -38,12 +54,12 @@ pub struct IozoneSpec {
     pub record_kb: f64,
     /// `-s`, in KiB.
     pub file_kb: f64,
-    /// `-I` (direct I/O): synchronous writes. Without it, writes are
-    /// write-back: issued asynchronously, `max_outstanding` at a time.
+    /// `-I`: O_DIRECT. Without it, buffered through the page cache.
     pub direct: bool,
-    pub max_outstanding: u32,
     /// Time between two operations of a process (IOzone itself has none).
     pub think: ThinkSpec,
+    /// CPU time per operation, added to `think`.
+    pub cpu: ThinkSpec,
     pub placement: Placement,
 }
 
@@ -55,8 +71,8 @@ impl Default for IozoneSpec {
             record_kb: 4.0,
             file_kb: 512.0,
             direct: true,
-            max_outstanding: 16,
             think: ThinkSpec::default(),
+            cpu: ThinkSpec::default(),
             placement: Placement::Spread,
         }
     }
@@ -75,28 +91,32 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
         return Err(Error::invalid("workload.record_kb", "is too large"));
     }
     let think = ThinkTime::from_spec(&spec.think, "workload.think")?;
+    let cpu = ThinkTime::from_spec(&spec.cpu, "workload.cpu")?;
     let ops = file / record;
-    let phase = |pattern, op, sync| Phase {
+    let phase = |name, pattern, op| Phase {
+        name,
         pattern,
         op,
-        sync,
-        max_outstanding: spec.max_outstanding.max(1),
+        direct: spec.direct,
+        // O_DIRECT: the process waits for every record; writes are WRITE_SYNC.
+        sync: true,
+        max_outstanding: 1,
         record_sectors: record as u32,
         stride_records: 1,
         ops: Some(ops),
         think: think.clone(),
+        cpu: cpu.clone(),
     };
-    let write_sync = spec.direct;
     let phases = match spec.mode {
         IozoneMode::Sequential => vec![
-            phase(Pattern::Sequential, OpKind::Write, write_sync),
-            phase(Pattern::Sequential, OpKind::Write, write_sync),
-            phase(Pattern::Sequential, OpKind::Read, true),
-            phase(Pattern::Sequential, OpKind::Read, true),
+            phase("initial write", Pattern::Sequential, OpKind::Write),
+            phase("rewrite", Pattern::Sequential, OpKind::Write),
+            phase("read", Pattern::Sequential, OpKind::Read),
+            phase("re-read", Pattern::Sequential, OpKind::Read),
         ],
         IozoneMode::Random => vec![
-            phase(Pattern::Random, OpKind::Read, true),
-            phase(Pattern::Random, OpKind::Write, write_sync),
+            phase("random read", Pattern::Random, OpKind::Read),
+            phase("random write", Pattern::Random, OpKind::Write),
         ],
     };
     let n = spec.processes as usize;
@@ -108,8 +128,11 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
         .map(|(i, &start)| ProcessEntry {
             name: format!("iozone.{i}"),
             start: SimTime::ZERO,
-            process: Box::new(PatternProcess::new(i as u32, start, file, SimTime::NEVER, phases.clone())),
+            process: Box::new(
+                PatternProcess::new(i as u32, start, file, SimTime::NEVER, phases.clone())
+                    .with_barrier(Barrier { group: 0, parties: n as u32 }),
+            ),
         })
         .collect();
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: !spec.direct })
 }

@@ -39,12 +39,21 @@ pub struct IoOp {
 /// What a process does next.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// Submit this request now (then the engine asks again at once).
+    /// Submit this request now, bypassing the page cache (direct I/O;
+    /// then the engine asks again at once).
     Issue(IoOp),
+    /// Read or write pages of one of its files through the page cache
+    /// (buffered I/O). The process is blocked until the operation is done,
+    /// then asked again.
+    File(crate::pagecache::FileOp),
     /// Compute for this many ns, then ask again.
     Think(u64),
     /// Block until one of its requests completes.
     Wait,
+    /// Wait until `parties` processes of barrier group `group` have
+    /// reached point `key`, then go on (IOzone's children start each test
+    /// together).
+    Barrier { group: u32, key: u32, parties: u32 },
     /// The process is done.
     Exit,
 }
@@ -58,6 +67,21 @@ pub trait Process: Send {
     /// One of its requests completed (the engine then calls `next` unless
     /// the process is thinking).
     fn completed(&mut self, rq: &Request, now: SimTime);
+    /// Optional, for processes that use `Step::File`: the first sector of
+    /// page (4 KiB) `page` of its file `file`.
+    fn file_sector(&self, _file: u32, _page: u64) -> u64 {
+        0
+    }
+    /// Optional, for processes that use `Step::File`: the size of its file
+    /// `file` in pages.
+    fn file_pages(&self, _file: u32) -> u64 {
+        0
+    }
+    /// Optional: when each of its phases started and ended, and the bytes
+    /// it moved in each (for IOzone-style throughput).
+    fn timings(&self) -> &[process::PhaseTiming] {
+        &[]
+    }
     /// Its I/O priority (`ionice`); best effort 4 unless set.
     fn ioprio(&self) -> IoPrio {
         IoPrio::default()
@@ -75,6 +99,9 @@ pub struct ProcessEntry {
 pub struct BuiltWorkload {
     pub classes: Vec<String>,
     pub processes: Vec<ProcessEntry>,
+    /// Some process does buffered I/O (`Step::File`): the run needs the
+    /// page cache and its flusher.
+    pub page_cache: bool,
 }
 
 /// The `[workload]` table of an experiment spec.
@@ -134,6 +161,15 @@ pub enum Placement {
     Spread,
     /// Files one after the other from the start of the disk.
     Packed,
+    /// Files created one after the other in one directory of an ext2/3
+    /// layout (`fs_layout`): in the directory's block group, first fit
+    /// after its metadata, spilling to the next groups.
+    Directory,
+    /// As `directory`, with ext3's block goal for each writer
+    /// (`ext3_find_near`: the group's start plus `(pid % 16)` sixteenths
+    /// of the group): files written by different processes start up to
+    /// 15/16 of a group apart, files of the same colour follow each other.
+    Ext3,
 }
 
 /// Build the processes of a workload on a disk of `capacity_sectors`.
@@ -205,6 +241,9 @@ pub(crate) fn kib_to_sectors(field: &str, kib: f64) -> Result<u64> {
 /// Start sectors for `files` regions of `sizes[i]` sectors each.
 pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &str) -> Result<Vec<u64>> {
     const ALIGN: u64 = 8; // 4 KiB, a file-system block
+    if matches!(placement, Placement::Directory | Placement::Ext3) {
+        return fs_layout::place_in_directory(sizes, capacity, placement == Placement::Ext3, field);
+    }
     let total: u64 = sizes.iter().sum();
     if total > capacity {
         return Err(Error::invalid(
@@ -221,8 +260,8 @@ pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &
     let mut next_free = 0u64;
     for (i, &size) in sizes.iter().enumerate() {
         let wanted = match placement {
-            Placement::Packed => next_free,
             Placement::Spread => (capacity / n.max(1) * i as u64) / ALIGN * ALIGN,
+            _ => next_free,
         };
         let start = wanted.max(next_free).min(capacity - size);
         starts.push(start);
@@ -242,6 +281,24 @@ mod tests {
         let p = place(Placement::Packed, &[10, 16, 16], 4000, "w").unwrap();
         assert_eq!(p, [0, 16, 32]);
         assert!(place(Placement::Packed, &[3000, 3000], 4000, "w").is_err());
+    }
+
+    #[test]
+    fn directory_placement_goes_through_the_file_system_layout() {
+        let cap = 1 << 22; // 2 GiB: 16 groups of 128 MiB
+        let d = place(Placement::Directory, &[1024, 1024, 1024], cap, "w").unwrap();
+        // One group's metadata (3 + 256 blocks), the directory's block, then
+        // the files back to back.
+        let first = (3 + 256 + 1) * 8;
+        assert_eq!(d, [first, first + 1024, first + 2048]);
+        // ext3's colours: process i's goal is i/16 of the group.
+        let e = place(Placement::Ext3, &[1024, 1024, 1024], cap, "w").unwrap();
+        let sixteenth = 32768 / 16 * 8;
+        assert_eq!(e[0], first);
+        assert_eq!(e[1], sixteenth);
+        assert_eq!(e[2], 2 * sixteenth);
+        let err = place(Placement::Directory, &[1 << 23], cap, "workload").unwrap_err().to_string();
+        assert!(err.starts_with("workload"), "{err}");
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub struct PostmarkSpec {
     pub inode_cache: u32,
     /// Time between transactions (Postmark has none).
     pub think: ThinkSpec,
+    /// CPU time after each request the process waited for, before its
+    /// next one (the system-call and copying work between two requests).
+    pub cpu: ThinkSpec,
     /// Transactions start as this arrival stream instead (open loop, hot
     /// news bursts; see `arrivals`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +111,7 @@ impl Default for PostmarkSpec {
             max_outstanding: 32,
             inode_cache: 128,
             think: ThinkSpec::default(),
+            cpu: ThinkSpec::default(),
             pacing: None,
             create_phase: true,
             delete_phase: true,
@@ -202,6 +206,9 @@ pub struct PostmarkProcess {
     class: u32,
     cfg: Config,
     think: ThinkTime,
+    cpu: ThinkTime,
+    /// A request it waited for completed: CPU time is due.
+    cpu_due: bool,
     pacing: Option<ArrivalSpec>,
     arrivals: Option<Arrivals>,
     next_arrival: Option<SimTime>,
@@ -264,6 +271,7 @@ fn config(spec: &PostmarkSpec) -> Result<Config> {
 pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
     let cfg = config(spec)?;
     let think = ThinkTime::from_spec(&spec.think, "workload.think")?;
+    let cpu = ThinkTime::from_spec(&spec.cpu, "workload.cpu")?;
     if let Some(p) = &spec.pacing {
         Arrivals::new(p, SimTime::ZERO, SimTime::NEVER, "workload.pacing")?;
     }
@@ -296,7 +304,7 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
                 ),
             ));
         }
-        let p = PostmarkProcess::new(
+        let mut p = PostmarkProcess::new(
             i,
             cfg.clone(),
             think.clone(),
@@ -305,10 +313,14 @@ pub fn build(spec: &PostmarkSpec, capacity: u64) -> Result<BuiltWorkload> {
             spec.inode_cache,
             spec.max_outstanding,
         );
+        p.cpu = cpu.clone();
         processes.push(ProcessEntry { name: format!("postmark.{i}"), start: SimTime::ZERO, process: Box::new(p) });
     }
     let classes = (0..n).map(|i| format!("postmark.{i}")).collect();
-    Ok(BuiltWorkload { classes, processes })
+    // Write-back (of metadata, and of data without direct I/O) goes
+    // through the page cache, written by pdflush.
+    let page_cache = !(cfg.io == IoMode::Direct && cfg.sync_meta);
+    Ok(BuiltWorkload { classes, processes, page_cache })
 }
 
 impl PostmarkProcess {
@@ -327,6 +339,8 @@ impl PostmarkProcess {
             class,
             cfg,
             think,
+            cpu: ThinkTime::Constant(0),
+            cpu_due: false,
             pacing,
             arrivals: None,
             next_arrival: None,
@@ -335,7 +349,7 @@ impl PostmarkProcess {
             live: Vec::with_capacity(most),
             live_pos: Vec::with_capacity(most),
             cache: InodeCache::new(inode_cache),
-            q: OpQueue::new(max_outstanding),
+            q: OpQueue::new(max_outstanding).through_page_cache(),
             stage: Stage::Setup,
             counts: Counts::default(),
         }
@@ -574,6 +588,12 @@ impl Process for PostmarkProcess {
     }
 
     fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
+        if std::mem::take(&mut self.cpu_due) {
+            let ns = self.cpu.draw(rng);
+            if ns > 0 {
+                return Step::Think(ns);
+            }
+        }
         loop {
             if let Some(step) = self.q.poll() {
                 return step;
@@ -586,6 +606,16 @@ impl Process for PostmarkProcess {
 
     fn completed(&mut self, rq: &Request, _now: SimTime) {
         self.q.completed(rq);
+        self.cpu_due |= rq.sync && !self.cpu.is_zero();
+    }
+
+    /// Only the block-device pseudo-file: page `p` is disk block `p`.
+    fn file_sector(&self, _file: u32, page: u64) -> u64 {
+        page * BLOCK_SECTORS
+    }
+
+    fn file_pages(&self, _file: u32) -> u64 {
+        self.fs.geometry().total_blocks
     }
 }
 
@@ -608,6 +638,18 @@ mod tests {
                 }
                 Step::Think(ns) => now += ns,
                 Step::Wait => panic!("waiting with nothing in flight"),
+                // Through the page cache: seen here as the blocks it names
+                // (a read is sync, a write is write-back).
+                Step::File(op) => ops.push((
+                    p.phase(),
+                    IoOp {
+                        sector: op.page * BLOCK_SECTORS,
+                        nr_sectors: op.pages * BLOCK_SECTORS as u32,
+                        dir: op.dir,
+                        sync: op.dir == Dir::Read,
+                    },
+                )),
+                Step::Barrier { .. } => panic!("Postmark has no barrier"),
                 Step::Exit => break,
             }
         }

@@ -1,17 +1,33 @@
 //! The standard simulated process: it works through a list of phases, each
 //! a pass (or several) over its file region with one access pattern.
 //!
-//! A synchronous process is closed-loop: it issues one request, waits for
-//! it, thinks, and issues the next. An asynchronous one models write-back:
-//! it issues without waiting, up to `max_outstanding` requests in flight,
-//! and thinks between issues.
+//! Each phase does its I/O one of two ways:
+//! - direct (`O_DIRECT`, the default): block requests of one record each,
+//!   bypassing the page cache. A synchronous phase is closed-loop: it
+//!   issues one request, waits for it, thinks, and issues the next. An
+//!   asynchronous one issues without waiting, up to `max_outstanding`
+//!   requests in flight, and thinks between issues (AIO-style; for writes
+//!   the block layer treats them as async, for reads as sync: a read is
+//!   always sync to the schedulers).
+//! - buffered: `read(2)`/`write(2)` of one record through the page cache
+//!   (read-ahead, dirty pages and write-back, `crate::pagecache`); the
+//!   process is blocked in each call until it returns.
+//!
+//! `cpu` is CPU time spent per operation before the next (the work around
+//! the I/O; IOzone itself has next to none), drawn like a think time and
+//! added to it. Processes that run the same phases together (IOzone's
+//! throughput mode) can meet at a barrier at the end of each phase, so
+//! that every phase starts at once for all of them; each phase's start,
+//! end and bytes are kept for IOzone-style throughput (`timings`).
 
 use super::pattern::{record_index, Pattern};
 use super::think::ThinkTime;
 use super::{IoOp, Process, Step};
-use crate::request::{Dir, IoPrio, Request};
+use crate::pagecache::{FileOp, PAGE_BYTES, PAGE_SECTORS};
+use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
 use crate::rng::SimRng;
 use crate::time::SimTime;
+use serde::Serialize;
 
 /// What a phase does to each record.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -25,11 +41,15 @@ pub enum OpKind {
 /// One phase of a process's life.
 #[derive(Clone, Debug)]
 pub struct Phase {
+    /// The phase's name in results (IOzone's test names).
+    pub name: &'static str,
     pub pattern: Pattern,
     pub op: OpKind,
-    /// Synchronous (closed loop) or asynchronous (write-back).
+    /// Direct I/O (true) or buffered through the page cache.
+    pub direct: bool,
+    /// Direct I/O only: synchronous (closed loop) or asynchronous.
     pub sync: bool,
-    /// Requests in flight at most (1 for synchronous phases).
+    /// Requests in flight at most (asynchronous direct phases).
     pub max_outstanding: u32,
     pub record_sectors: u32,
     /// Stride in records (strided pattern only).
@@ -37,6 +57,25 @@ pub struct Phase {
     /// Operations in this phase; `None` = until the process stops.
     pub ops: Option<u64>,
     pub think: ThinkTime,
+    /// CPU time per operation, added to the think time.
+    pub cpu: ThinkTime,
+}
+
+/// When a phase of one process started and ended, and what it moved.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseTiming {
+    pub phase: &'static str,
+    pub start: SimTime,
+    pub end: SimTime,
+    pub bytes: u64,
+}
+
+/// A meeting point at the end of every phase for `parties` processes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Barrier {
+    /// Told apart from other barriers of the run.
+    pub group: u32,
+    pub parties: u32,
 }
 
 /// A process that runs [`Phase`]s over a contiguous file region.
@@ -52,6 +91,13 @@ pub struct PatternProcess {
     outstanding: u32,
     /// A think is due before the next issue.
     think_due: bool,
+    barrier: Option<Barrier>,
+    /// The barrier at the end of the current phase was passed.
+    met: bool,
+    timings: Vec<PhaseTiming>,
+    /// The current phase's start, and bytes so far.
+    phase_start: Option<SimTime>,
+    phase_bytes: u64,
     /// Its I/O priority (`ionice`).
     pub ioprio: IoPrio,
 }
@@ -70,24 +116,51 @@ impl PatternProcess {
             done: 0,
             outstanding: 0,
             think_due: false,
+            barrier: None,
+            met: false,
+            timings: Vec::new(),
+            phase_start: None,
+            phase_bytes: 0,
             ioprio: IoPrio::default(),
         }
     }
 
-    /// Index of the phase in progress, moving on when one is finished.
-    fn current(&mut self) -> Option<usize> {
+    /// Meet the other processes of `barrier` at the end of every phase.
+    pub fn with_barrier(mut self, barrier: Barrier) -> Self {
+        self.barrier = Some(barrier);
+        self
+    }
+
+    /// The current phase, moving on when one is finished; `Err(step)`
+    /// when the process must wait at the barrier first.
+    fn current(&mut self, now: SimTime) -> Result<Option<usize>, Step> {
         while let Some(p) = self.phases.get(self.phase) {
             // A phase ends when its last request completes (IOzone runs its
             // tests one after the other).
             if p.ops.is_some_and(|n| self.done >= n) && self.outstanding == 0 {
+                if let Some(start) = self.phase_start.take() {
+                    let name = p.name;
+                    self.timings.push(PhaseTiming { phase: name, start, end: now, bytes: self.phase_bytes });
+                    self.phase_bytes = 0;
+                }
+                if let (Some(b), false) = (self.barrier, self.met) {
+                    self.met = true;
+                    return Err(Step::Barrier { group: b.group, key: self.phase as u32, parties: b.parties });
+                }
+                self.met = false;
                 self.phase += 1;
                 self.done = 0;
                 self.think_due = false;
             } else {
-                return Some(self.phase);
+                return Ok(Some(self.phase));
             }
         }
-        None
+        Ok(None)
+    }
+
+    /// Each phase's start, end and bytes, in order.
+    pub fn timings(&self) -> &[PhaseTiming] {
+        &self.timings
     }
 }
 
@@ -102,8 +175,10 @@ impl Process for PatternProcess {
 
     fn next(&mut self, now: SimTime, rng: &mut SimRng) -> Step {
         let stopped = now >= self.stop;
-        let Some(pi) = self.current() else {
-            return if self.outstanding > 0 { Step::Wait } else { Step::Exit };
+        let pi = match self.current(now) {
+            Ok(Some(pi)) => pi,
+            Ok(None) => return if self.outstanding > 0 { Step::Wait } else { Step::Exit },
+            Err(step) => return step,
         };
         let p = &self.phases[pi];
         let (outstanding, done) = (self.outstanding, self.done);
@@ -112,12 +187,12 @@ impl Process for PatternProcess {
         }
         // Blocked first, then think: a synchronous process thinks after
         // its request completes, not while it is in flight.
-        let limit = if p.sync { 1 } else { p.max_outstanding.max(1) };
+        let limit = if p.direct && !p.sync { p.max_outstanding.max(1) } else { 1 };
         if outstanding >= limit {
             return Step::Wait;
         }
-        if self.think_due && !p.think.is_zero() {
-            let ns = p.think.draw(rng);
+        if self.think_due {
+            let ns = p.think.draw(rng) + p.cpu.draw(rng);
             self.think_due = false;
             if ns > 0 {
                 return Step::Think(ns);
@@ -137,15 +212,38 @@ impl Process for PatternProcess {
                 }
             }
         };
-        let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
+        self.phase_start.get_or_insert(now);
+        self.phase_bytes += rec * SECTOR_BYTES;
         self.done += 1;
+        self.think_due = !p.think.is_zero() || !p.cpu.is_zero();
+        if !p.direct {
+            // read(2) / write(2) of the record through the page cache.
+            let (from, to) = (idx * rec * SECTOR_BYTES, (idx + 1) * rec * SECTOR_BYTES);
+            let page = from / PAGE_BYTES;
+            let end = to.div_ceil(PAGE_BYTES);
+            let partial = from % PAGE_BYTES != 0 || to % PAGE_BYTES != 0;
+            return Step::File(FileOp { file: 0, page, pages: (end - page) as u32, dir, partial });
+        }
+        let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
         self.outstanding += 1;
-        self.think_due = true;
         Step::Issue(op)
     }
 
     fn completed(&mut self, _rq: &Request, _now: SimTime) {
         self.outstanding -= 1;
+    }
+
+    /// The process's one file is its region.
+    fn file_sector(&self, _file: u32, page: u64) -> u64 {
+        self.region_start + page * PAGE_SECTORS
+    }
+
+    fn file_pages(&self, _file: u32) -> u64 {
+        self.region_sectors.div_ceil(PAGE_SECTORS)
+    }
+
+    fn timings(&self) -> &[PhaseTiming] {
+        &self.timings
     }
 }
 
@@ -156,14 +254,17 @@ mod tests {
 
     fn phase(sync: bool, max_outstanding: u32) -> Phase {
         Phase {
+            name: "test",
             pattern: Pattern::Sequential,
             op: OpKind::Read,
+            direct: true,
             sync,
             max_outstanding,
             record_sectors: 8,
             stride_records: 1,
             ops: Some(3),
             think: ThinkTime::Constant(NS_PER_MS),
+            cpu: ThinkTime::Constant(0),
         }
     }
 
@@ -201,5 +302,40 @@ mod tests {
         p.completed(&rq(0), t);
         p.completed(&rq(0), t);
         assert_eq!(p.next(t, &mut rng), Step::Exit);
+    }
+
+    #[test]
+    fn buffered_phases_issue_file_operations_and_cpu_adds_to_think() {
+        let mut rng = SimRng::new(1);
+        let mut ph = phase(true, 1);
+        ph.direct = false;
+        ph.record_sectors = 16; // 8 KiB: two pages
+        ph.cpu = ThinkTime::Constant(5_000);
+        let mut p = PatternProcess::new(0, 800, 64, SimTime::NEVER, vec![ph]);
+        let t = SimTime::ZERO;
+        let op = FileOp { file: 0, page: 0, pages: 2, dir: Dir::Read, partial: false };
+        assert_eq!(p.next(t, &mut rng), Step::File(op));
+        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS + 5_000), "no wait: the call has returned");
+        assert_eq!(p.next(t, &mut rng), Step::File(FileOp { page: 2, ..op }));
+        assert_eq!((p.file_sector(0, 3), p.file_pages(0)), (800 + 24, 8));
+    }
+
+    #[test]
+    fn barrier_at_each_phase_end_and_phase_timings() {
+        let mut rng = SimRng::new(1);
+        let mut ph = phase(true, 1);
+        ph.think = ThinkTime::Constant(0);
+        ph.ops = Some(1);
+        let b = Barrier { group: 7, parties: 3 };
+        let mut p = PatternProcess::new(0, 0, 64, SimTime::NEVER, vec![ph.clone(), ph]).with_barrier(b);
+        assert!(matches!(p.next(SimTime(10), &mut rng), Step::Issue(_)));
+        p.completed(&rq(0), SimTime(30));
+        assert_eq!(p.next(SimTime(30), &mut rng), Step::Barrier { group: 7, key: 0, parties: 3 });
+        assert!(matches!(p.next(SimTime(50), &mut rng), Step::Issue(_)), "released: the next phase");
+        p.completed(&rq(0), SimTime(90));
+        assert_eq!(p.next(SimTime(90), &mut rng), Step::Barrier { group: 7, key: 1, parties: 3 });
+        assert_eq!(p.next(SimTime(95), &mut rng), Step::Exit);
+        let t: Vec<(u64, u64, u64)> = p.timings().iter().map(|x| (x.start.0, x.end.0, x.bytes)).collect();
+        assert_eq!(t, [(10, 30, 4096), (50, 90, 4096)]);
     }
 }

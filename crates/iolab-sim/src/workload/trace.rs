@@ -252,7 +252,7 @@ fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWork
         classes.push(name.clone());
         processes.push(ProcessEntry { name, start: SimTime::ZERO, process: Box::new(p) as Box<dyn Process> });
     }
-    Ok(BuiltWorkload { classes, processes })
+    Ok(BuiltWorkload { classes, processes, page_cache: false })
 }
 
 #[cfg(test)]
@@ -280,7 +280,7 @@ mod tests {
     #[derive(Default)]
     struct Issues(Vec<(u32, SimTime, u64)>);
     impl Observer for Issues {
-        fn inserted(&mut self, rq: &Request, now: SimTime) {
+        fn queued(&mut self, rq: &Request, now: SimTime) {
             self.0.push((rq.pid, now, rq.sector));
         }
     }
@@ -296,7 +296,7 @@ mod tests {
         let ctx = crate::sched::SchedContext::new(disk.position_cost());
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let cfg =
-            EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed };
         let mut seen = Issues::default();
         let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut seen).unwrap();
         (seen, out.end)

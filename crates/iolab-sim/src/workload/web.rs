@@ -444,7 +444,7 @@ pub fn build(spec: &WebSpec, capacity: u64) -> Result<BuiltWorkload> {
             }) as Box<dyn Process>,
         })
         .collect();
-    Ok(BuiltWorkload { classes: vec!["web".into()], processes })
+    Ok(BuiltWorkload { classes: vec!["web".into()], processes, page_cache: false })
 }
 
 #[cfg(test)]
@@ -544,7 +544,7 @@ mod tests {
         gaps: Vec<(SimTime, u64)>,
     }
     impl Observer for Gaps {
-        fn inserted(&mut self, rq: &Request, now: SimTime) {
+        fn queued(&mut self, rq: &Request, now: SimTime) {
             if let Some(t) = self.last_done.remove(&rq.pid) {
                 self.gaps.push((now, now.since(t)));
             }
@@ -570,7 +570,7 @@ mod tests {
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let built = build(&spec, disk.capacity_sectors()).unwrap();
         let cfg =
-            EngineConfig { queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
         let mut gaps = Gaps::default();
         engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut gaps).unwrap();
         let long = |lo: f64, hi: f64| {

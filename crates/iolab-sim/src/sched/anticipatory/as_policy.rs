@@ -57,7 +57,7 @@ pub fn target_has_queued(ctx: &PolicyCtx<'_>) -> bool {
 /// is the "rescued by a cooperating request" case.
 pub fn close_cooperator(ctx: &mut PolicyCtx<'_>, rq: Option<&Request>) -> bool {
     let aic = *ctx.target_ioc();
-    let Some(rq) = rq.filter(|r| r.sync && close_req(ctx, &aic, r)) else {
+    let Some(rq) = rq.filter(|r| r.is_sync() && close_req(ctx, &aic, r)) else {
         return false;
     };
     let p = &mut ctx.hist.priors;

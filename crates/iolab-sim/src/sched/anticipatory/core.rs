@@ -12,9 +12,9 @@ use super::policy::{AnticPolicy, AnticStatus, Moment, PolicyCtx};
 use super::wait::{Antic, Outcome};
 use super::{ASYNC, SYNC};
 use crate::disk::PositionCost;
-use crate::request::{ProcessId, Request};
+use crate::request::{Dir, ProcessId, Request};
 use crate::sched::sortfifo::{Slot, SortFifo};
-use crate::sched::{AnticipationStats, Dispatch, Elevator, SchedContext, Tunable, TunableValues};
+use crate::sched::{AnticipationStats, Dispatch, Elevator, MayQueue, MergeKind, SchedContext, Tunable, TunableValues};
 use crate::time::SimTime;
 use std::sync::Arc;
 
@@ -342,7 +342,7 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
                 self.st.antic.waitnext(now, wait);
             }
         }
-        if rq.sync {
+        if rq.is_sync() {
             self.st.hist.completed_sync(rq.pid, now);
         }
     }
@@ -367,6 +367,79 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
 
     fn anticipation(&self) -> Option<AnticipationStats> {
         Some(self.st.antic.stats())
+    }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// as_merge: `elv_rb_find(&ad->sort_list[bio_data_dir(bio)], ..)`.
+    /// AS's trees are indexed by REQ_SYNC (1) / REQ_ASYNC (0), so 2.6.20
+    /// looks for a read bio's front merge in the async tree and for a
+    /// write bio's in the sync tree; the block layer then refuses a
+    /// candidate of the other data direction. In effect only a write bio
+    /// front-merges here, into a sync write.
+    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        let tree = match bio.dir {
+            Dir::Read => ASYNC,
+            Dir::Write => SYNC,
+        };
+        self.st.q.find(tree, bio.end_sector()).map(|s| *self.st.q.rq(s))
+    }
+
+    /// elv_rb_former_request / elv_rb_latter_request in the request's tree.
+    fn former_request(&self, rq: &Request) -> Option<Request> {
+        let slot = self.st.q.slot_of(rq.sync_index(), rq)?;
+        self.st.q.sort_prev(slot).map(|s| *self.st.q.rq(s))
+    }
+    fn latter_request(&self, rq: &Request) -> Option<Request> {
+        let slot = self.st.q.slot_of(rq.sync_index(), rq)?;
+        self.st.q.sort_next(slot).map(|s| *self.st.q.rq(s))
+    }
+
+    /// as_merged_request: the grown request, re-sorted after a front merge.
+    /// `next_rq` is left as it is (2.6.20: "we currently don't bother").
+    fn merged(&mut self, old: &Request, new: &Request, _kind: MergeKind) {
+        if let Some(slot) = self.st.q.slot_of(old.sync_index(), old) {
+            self.st.q.update(slot, *new);
+        }
+    }
+
+    /// as_merged_requests: `rq` takes `next`'s FIFO place and expiry if
+    /// `next` expires first; `next` leaves (as_remove_queued_request: its
+    /// owner's `nr_queued` drops, `next_rq` moves on), and its owner's
+    /// context is put (as_put_io_context: a sync `next` sets IORUNNING and
+    /// `last_end_request` to now, as a completion would).
+    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, now: SimTime) {
+        let st = &mut self.st;
+        let dir = rq.sync_index();
+        let (Some(r), Some(n)) = (st.q.slot_of(dir, rq), st.q.slot_of(next.sync_index(), next)) else {
+            debug_assert!(false, "merged requests must be queued");
+            return;
+        };
+        if st.q.fifo_time(n) < st.q.fifo_time(r) {
+            st.q.take_fifo_place(r, n);
+        }
+        let aic = st.hist.get_mut(next.pid);
+        aic.nr_queued = aic.nr_queued.saturating_sub(1);
+        let ndir = next.sync_index();
+        if st.next_rq[ndir] == Some(n) {
+            st.next_rq[ndir] = st.find_next_rq(n);
+        }
+        st.q.remove(n);
+        st.q.update(r, *merged);
+        if next.is_sync() {
+            st.hist.completed_sync(next.pid, now);
+        }
+    }
+
+    /// as_may_queue: the process AS is waiting for may always allocate.
+    fn may_queue(&mut self, pid: ProcessId, _dir: Dir, _sync: bool) -> MayQueue {
+        if self.st.antic.is_waiting() && self.st.antic.target == Some(pid) {
+            MayQueue::Must
+        } else {
+            MayQueue::May
+        }
     }
 }
 

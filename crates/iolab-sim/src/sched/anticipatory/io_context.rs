@@ -164,7 +164,7 @@ impl IoHistory {
         rq: &Request,
         now: SimTime,
     ) -> Option<IoSample> {
-        if !rq.sync {
+        if !rq.is_sync() {
             return None;
         }
         let hz = self.hz;

@@ -310,3 +310,33 @@ fn accounting_identity_holds_through_a_mixed_run() {
     let per: u64 = (0..procs).map(|p| s.history().get(p).antic.succeeded).sum();
     assert_eq!(per, st.succeeded);
 }
+
+/// Issue 9: AS decides "sync" by `rq_is_sync`. A read whose issuer did not
+/// flag it sync (a buffered read, read-ahead, or a workload with
+/// `sync = false`) is still a sync request: it goes to the sync sort list,
+/// makes its owner the process to anticipate, and feeds its think-time
+/// history. An unflagged write is async and does neither.
+#[test]
+fn unflagged_reads_are_sync_for_as() {
+    let unflagged = |id, pid, sector| Request { sync: false, ..read(id, pid, sector) };
+    let mut s = sched(&[]);
+    s.insert(unflagged(0, 0, 1000), ms(0));
+    assert_eq!(take(&mut s, ms(0)), 0);
+    s.insert(unflagged(1, 1, FAR), ms(5));
+    s.completed(&unflagged(0, 0, 1000), ms(10));
+    // P0 is anticipated although its read carried no sync flag.
+    assert_eq!(s.dispatch(ms(10)), Dispatch::IdleUntil(ms(16)));
+    s.insert(unflagged(2, 0, 1008), ms(11));
+    assert_eq!(take(&mut s, ms(11)), 2);
+    assert_eq!(stats(&s).succeeded, 1);
+    assert!(s.history().get(0).ttime.samples > 0, "think time sampled");
+    // Unflagged writes: async. No target, no anticipation.
+    let mut s = sched(&[]);
+    s.insert(write(0, 0, 1000), ms(0));
+    assert_eq!(take(&mut s, ms(0)), 0);
+    s.insert(write(1, 1, FAR), ms(1));
+    s.completed(&write(0, 0, 1000), ms(2));
+    assert_eq!(take(&mut s, ms(2)), 1, "no wait after an async request");
+    assert_eq!(s.history().get(0).ttime.samples, 0);
+    assert_eq!(stats(&s).started, 0);
+}

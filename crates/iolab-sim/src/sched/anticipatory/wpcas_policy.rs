@@ -21,9 +21,15 @@
 //!   process's mean seek distance (AS's decayed mean: the paper's plain mean
 //!   of definition 7 is not kept by AS), T_seek comes from the experiment's
 //!   disk model, and p_s, p_f are the process's own anticipation success and
-//!   failure rates. With nothing queued there is nothing to lose: wait. With
-//!   fewer than `min_samples` finished anticipations of its own, a process is
-//!   judged by AS's rule (its mean think time against `antic_expire`).
+//!   failure rates. With nothing queued there is nothing to lose: wait.
+//! * Start-up (the paper is silent; issue 9): with fewer than `min_samples`
+//!   finished anticipations of its own, a process is judged by AS's rule
+//!   (its mean think time against `antic_expire`); once STE judges it and
+//!   it has no finished anticipation yet, p_s is `prior_ps`. The defaults
+//!   (`min_samples` 4, `prior_ps` 0) make WPCAS start as AS does, and a
+//!   process AS never waits for then never gathers the history STE needs;
+//!   `min_samples = 0, prior_ps = 1` lets STE wait for a process from its
+//!   first request. docs/paper-wpcas.md shows both readings.
 //!
 //! Kept from AS (our reading: the paper changes only these two decisions):
 //! the break on the target's own request, on a queued request of the
@@ -46,7 +52,7 @@ pub const NAME: &str = "wpcas";
 const HIST_RANGE_MS: usize = 20;
 
 /// WPCAS's own tunables (DESIGN.md defaults).
-pub const WPCAS_TUNABLES: [Tunable; 5] = [
+pub const WPCAS_TUNABLES: [Tunable; 6] = [
     HIST_LEN,
     Tunable { name: "window_ms", unit: "ms", min: 1.0, max: 20.0, default: 2.0,
               help: "width of the densest-window search (whole ms)" },
@@ -55,6 +61,8 @@ pub const WPCAS_TUNABLES: [Tunable; 5] = [
     Tunable { name: "min_samples", unit: "anticipations", min: 0.0, max: 1e6, default: 4.0,
               help: "below this, a process is judged by AS's rule" },
     MAX_WAIT_MS,
+    Tunable { name: "prior_ps", unit: "", min: 0.0, max: 1.0, default: 0.0,
+              help: "p_s taken for a process with no finished anticipation (the paper does not say)" },
 ];
 
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -64,6 +72,8 @@ pub struct Params {
     pub gamma: f64,
     pub min_samples: u64,
     pub max_wait_ns: u64,
+    /// p_s before a process has a finished anticipation of its own.
+    pub prior_ps: f64,
 }
 
 impl Params {
@@ -74,6 +84,7 @@ impl Params {
             gamma: v.get("gamma"),
             min_samples: v.get("min_samples") as u64,
             max_wait_ns: v.ms_as_ns("max_wait_ms"),
+            prior_ps: v.get("prior_ps"),
         }
     }
 }
@@ -139,7 +150,7 @@ impl WpcasPolicy {
         let s = candidate?;
         let ioc = ctx.target_ioc();
         let (ok, failed) = (ioc.antic.succeeded as f64, ioc.antic.failed as f64);
-        let p_s = if ok + failed > 0.0 { ok / (ok + failed) } else { 0.0 };
+        let p_s = if ok + failed > 0.0 { ok / (ok + failed) } else { self.p.prior_ps };
         let p_f = 1.0 - p_s;
         let t_as = mean_success_wait_ns(ioc).unwrap_or(0) as f64;
         let period = self.period_ns(ctx.target, ioc, ctx.antic_expire_ns) as f64;
@@ -194,6 +205,7 @@ pub fn default_params() -> Params {
         gamma: WPCAS_TUNABLES[2].default,
         min_samples: WPCAS_TUNABLES[3].default as u64,
         max_wait_ns: ms_to_ns(WPCAS_TUNABLES[4].default),
+        prior_ps: WPCAS_TUNABLES[5].default,
     }
 }
 
@@ -347,6 +359,28 @@ mod tests {
         assert!(p.can_break(&mut ctx, Some(&read(9, 1, HEAD + 16)), Moment::Arrival));
         // ...a far one does not.
         assert!(!p.can_break(&mut ctx, Some(&read(9, 1, HEAD + 10_000_000)), Moment::Arrival));
+    }
+
+    /// Issue 9: the start-up reading. With no finished anticipation, p_s
+    /// is `prior_ps`: 0 (the default) gives Δ = −P < 0, never wait; 1 gives
+    /// Δ = T_seek(S_s) − T_seek(S_a) > 0 for a far queue: wait.
+    #[test]
+    fn start_up_uses_the_prior_for_p_s() {
+        let cost = LinearCost;
+        let far = read(9, 1, HEAD + 10_000);
+        for (prior, waits) in [(0.0, false), (1.0, true)] {
+            let mut p = WpcasPolicy::new(Params { min_samples: 0, prior_ps: prior, ..default_params() });
+            let mut h = history(0, 0, 0, 8);
+            let mut ctx = policy_ctx(&mut h, T, HEAD, &cost);
+            let d = p.delta_ns(&ctx, Some(&far)).unwrap();
+            assert_eq!(d > 0.0, waits, "prior {prior}: Δ = {d}");
+            assert_eq!(!p.can_break(&mut ctx, Some(&far), Moment::Dispatch), waits, "prior {prior}");
+        }
+        // Once it has a record, the record decides, whatever the prior.
+        let p = WpcasPolicy::new(Params { min_samples: 0, prior_ps: 1.0, ..default_params() });
+        let mut h = history(0, 3, 0, 8);
+        let ctx = policy_ctx(&mut h, T, HEAD, &cost);
+        assert!(p.delta_ns(&ctx, Some(&far)).unwrap() < 0.0, "p_s = 0 from 3 failures");
     }
 
     #[test]

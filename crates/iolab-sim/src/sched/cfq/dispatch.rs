@@ -22,6 +22,7 @@ impl Cfq {
             let q = &mut self.queues[id];
             q.slice_end = None;
             q.fifo_expire = false;
+            q.must_alloc_slice = false;
         }
         self.active = id;
         id

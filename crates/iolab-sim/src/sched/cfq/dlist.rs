@@ -24,19 +24,19 @@ impl DispatchList {
         self.rqs.back()
     }
 
-    /// `elv_dispatch_sort`: walk from the tail towards the head and link
-    /// `rq` after the first request it may follow. Requests at or beyond
-    /// the boundary come first, in ascending order, then those below it,
-    /// ascending; a request of the other data direction is never passed.
+    /// `elv_dispatch_sort` of 2.6.20 (block/elevator.c): walk from the
+    /// tail towards the head and link `rq` after the first request it may
+    /// follow. Requests at or beyond the boundary come first, in ascending
+    /// order, then those below it, ascending. The walk stops early only at
+    /// a barrier or a started request, which this list never holds (the
+    /// driver takes a request off as it starts it); in 2.6.20 it does not
+    /// stop at a request of the other data direction (that stop came in
+    /// later kernels), so a read may pass a write and the other way round.
     pub fn sort_insert(&mut self, rq: Request) {
         let boundary = self.end_sector;
         let mut at = 0; // link at the head if the walk runs out
         for i in (0..self.rqs.len()).rev() {
             let pos = &self.rqs[i];
-            if pos.dir != rq.dir {
-                at = i + 1;
-                break;
-            }
             if rq.sector >= boundary {
                 if pos.sector < boundary {
                     continue;
@@ -88,13 +88,16 @@ mod tests {
         assert_eq!(l.back().unwrap().sector, 200);
     }
 
+    /// Issue 9: 2.6.20 sorts reads and writes together.
     #[test]
-    fn never_passes_the_other_direction() {
+    fn passes_the_other_direction_as_2_6_20_does() {
         let mut l = DispatchList::default();
         l.sort_insert(rq(0, 500, Dir::Write));
         l.sort_insert(rq(1, 100, Dir::Read));
         l.sort_insert(rq(2, 50, Dir::Read));
-        assert_eq!(sectors(&l), vec![500, 50, 100]);
-        assert_eq!(l.len(), 3);
+        assert_eq!(sectors(&l), vec![50, 100, 500]);
+        l.sort_insert(rq(3, 70, Dir::Write));
+        assert_eq!(sectors(&l), vec![50, 70, 100, 500]);
+        assert_eq!(l.len(), 4);
     }
 }

@@ -13,9 +13,11 @@
 //! it (`idle.rs`, `ioc.rs`).
 //!
 //! Every process is best-effort priority 4 unless a test sets another
-//! with [`Cfq::set_ioprio`]; the simulator has no `ionice`. The RT and
-//! idle classes, merging, preemption and request allocation limits are
-//! not modelled (docs/cfq.md says why).
+//! with [`Cfq::set_ioprio`]; the simulator has no `ionice`. Merging and
+//! the request allocation limit are the block layer's (`crate::blk`);
+//! CFQ's parts are here (`cfq_merge`, `cfq_allow_merge`,
+//! `cfq_merged_requests`, `cfq_may_queue`). The RT and idle classes and
+//! preemption are not modelled (docs/cfq.md says why).
 //!
 //! File order as mq-deadline: defaults and tunables, state, helpers in
 //! the sub-modules, the hooks, then the scheduler table entry.
@@ -27,8 +29,8 @@ mod ioc;
 mod queue;
 mod rr;
 
-use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
-use crate::request::{ProcessId, Request};
+use super::{Dispatch, Elevator, MayQueue, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use crate::request::{Dir, ProcessId, Request};
 use crate::time::SimTime;
 use dlist::DispatchList;
 use ioc::IoContext;
@@ -411,6 +413,87 @@ impl Elevator for Cfq {
     fn queued(&self) -> usize {
         self.nr_sorted + self.dlist.len()
     }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// `cfq_merge` -> `cfq_find_rq_fmerge`: the request starting where the
+    /// bio ends, in the queue the bio would join (its process's sync queue
+    /// for a read or sync bio, its priority's async queue otherwise).
+    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        self.ioc.get(bio.pid as usize)?;
+        let id = self.queue_of(bio.pid, rq_is_sync(bio));
+        self.queues[id].sort.get(&bio.end_sector()).copied()
+    }
+
+    /// `cfq_allow_merge`: a sync bio never joins an async request, and a
+    /// bio joins only a request of the queue it would go to. Also, the
+    /// request must still be in its sort tree (not on the dispatch list).
+    fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
+        if rq_is_sync(bio) && !rq_is_sync(rq) {
+            return false;
+        }
+        if self.ioc.get(bio.pid as usize).is_none() || self.ioc.get(rq.pid as usize).is_none() {
+            return false;
+        }
+        let q = self.queue_of(bio.pid, rq_is_sync(bio));
+        q == self.queue_of(rq.pid, rq_is_sync(rq)) && self.queues[q].sort.get(&rq.sector).is_some_and(|r| r.id == rq.id)
+    }
+
+    /// `elv_rb_former_request` / `elv_rb_latter_request` in the request's
+    /// own queue.
+    fn former_request(&self, rq: &Request) -> Option<Request> {
+        let q = &self.queues[self.queue_of(rq.pid, rq_is_sync(rq))];
+        q.sort.range(..rq.sector).next_back().map(|(_, r)| *r)
+    }
+    fn latter_request(&self, rq: &Request) -> Option<Request> {
+        let q = &self.queues[self.queue_of(rq.pid, rq_is_sync(rq))];
+        q.sort.range(rq.sector + 1..).next().map(|(_, r)| *r)
+    }
+
+    /// `cfq_merged_request`: a front merge re-sorts the request
+    /// (`cfq_reposition_rq_rb` -> `cfq_add_rq_rb`, which also offers it as
+    /// the next request to serve).
+    fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
+        let rule = self.seek_rule();
+        let id = self.queue_of(old.pid, rq_is_sync(old));
+        let q = &mut self.queues[id];
+        q.replace_sorted(old, *new);
+        if kind == MergeKind::Front {
+            q.next_rq = queue::choose_req(&rule, q.next_request(), Some(new)).map(|r| r.sector);
+        }
+    }
+
+    /// `cfq_merged_requests`: `rq` takes `next`'s FIFO place if `next` is
+    /// older; `next` leaves (`cfq_remove_request`: `next_rq` moves on).
+    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, _now: SimTime) {
+        let rule = self.seek_rule();
+        let id = self.queue_of(rq.pid, rq_is_sync(rq));
+        let q = &mut self.queues[id];
+        q.take_fifo_place(rq, merged, next);
+        if q.next_rq == Some(next.sector) {
+            q.next_rq = q.find_next_rq(&rule, next.sector);
+        }
+        q.remove_sorted(next.sector);
+        self.nr_sorted -= 1;
+        self.queues[id].replace_sorted(rq, *merged);
+    }
+
+    /// `cfq_may_queue`: the queue being waited for (`wait_request`) may
+    /// allocate past a full request list, once per slice.
+    fn may_queue(&mut self, pid: ProcessId, dir: Dir, sync: bool) -> MayQueue {
+        if self.ioc.get(pid as usize).is_none() {
+            return MayQueue::May;
+        }
+        let id = self.queue_of(pid, dir == Dir::Read || sync);
+        let q = &mut self.queues[id];
+        if q.wait_request && !q.must_alloc_slice {
+            q.must_alloc_slice = true;
+            return MayQueue::Must;
+        }
+        MayQueue::May
+    }
 }
 
 #[cfg(test)]
@@ -567,7 +650,7 @@ mod tests {
         let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
         let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: groups });
         let built = workload::build(&spec, disk.capacity_sectors()).unwrap();
-        let cfg = EngineConfig {
+        let cfg = EngineConfig { queue: Default::default(), vm: Default::default(),
             queue_depth: depth,
             device_order: d.device_order,
             max_time: None,
@@ -576,6 +659,42 @@ mod tests {
         };
         let out = engine::run(disk, Box::new(cfq()), built, &cfg, &RunControl::default()).unwrap();
         (out.collector.inserted, out.collector.completed())
+    }
+
+    /// Issue 9: when a process exits, the engine asks the elevator for
+    /// work again. CFQ idles for the reader whose request just completed;
+    /// the reader then exits, which expires its slice (2.6.20
+    /// `cfq_exit_cfqq` → `cfq_schedule_dispatch`), so the other process's
+    /// request goes to the disk at once, not when the stale idle timer
+    /// fires 8 ms later.
+    #[test]
+    fn an_exit_restarts_dispatch_at_once() {
+        use crate::disk::{self, DiskSpec};
+        use crate::engine::{self, EngineConfig, Observer, RunControl};
+        use crate::workload::group::{GroupSpec, ProcessesSpec};
+        use crate::workload::{self, Placement, WorkloadSpec};
+        #[derive(Default)]
+        struct Dispatches(Vec<(ProcessId, SimTime)>);
+        impl Observer for Dispatches {
+            fn dispatched(&mut self, rq: &Request, now: SimTime) {
+                self.0.push((rq.pid, now));
+            }
+        }
+        let one = |start_ms| GroupSpec {
+            request_kb: 16.0,
+            file_mb: 16.0 / 1024.0,
+            passes: 1,
+            start_ms,
+            ..GroupSpec::default()
+        };
+        let d = DiskSpec { preset: Some("fixed".into()), fixed_ms: Some(5.0), ..DiskSpec::default() };
+        let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
+        let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: vec![one(0.0), one(1.0)] });
+        let built = workload::build(&spec, disk.capacity_sectors()).unwrap();
+        let cfg = EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: Default::default(), max_time: None, max_requests: None, seed: 1 };
+        let mut obs = Dispatches::default();
+        engine::run_observed(disk, Box::new(cfq()), built, &cfg, &RunControl::default(), &mut obs).unwrap();
+        assert_eq!(obs.0, vec![(0, ms(0)), (1, ms(5))]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! (`cfq_check_fifo`) and the per-priority slice and request budgets
 //! (`cfq_prio_to_slice`, `cfq_prio_to_maxrq`). ELEVATORS.md section 4.1.
 
-use crate::request::{Dir, ProcessId, Request, RequestId};
+use crate::request::{ProcessId, Request, RequestId};
 use crate::time::SimTime;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound::{Excluded, Unbounded};
@@ -21,10 +21,10 @@ pub const PRIO_LEVELS: usize = 8;
 pub(super) const ASYNC: usize = 0;
 pub(super) const SYNC: usize = 1;
 
-/// Linux `rq_is_sync`: a read is always sync; a write when flagged
-/// (REQ_RW_SYNC, the simulator's `sync`).
+/// Linux `rq_is_sync` ([`Request::is_sync`]): a read is always sync; a
+/// write when flagged (REQ_RW_SYNC, the simulator's `sync`).
 pub(super) fn rq_is_sync(rq: &Request) -> bool {
-    rq.dir == Dir::Read || rq.sync
+    rq.is_sync()
 }
 
 /// `cfq_prio_to_slice`: `base + base/5·(4 − prio)` (CFQ_SLICE_SCALE 5).
@@ -137,6 +137,9 @@ pub(super) struct CfqQueue {
     pub fifo_expire: bool,
     pub idle_window: bool,
     pub queue_new: bool,
+    /// `must_alloc_slice`: `cfq_may_queue` already let this slice's
+    /// process allocate past a full request list once.
+    pub must_alloc_slice: bool,
 }
 
 impl CfqQueue {
@@ -157,6 +160,7 @@ impl CfqQueue {
             fifo_expire: false,
             idle_window: true,
             queue_new: true,
+            must_alloc_slice: false,
         }
     }
 
@@ -227,6 +231,35 @@ impl CfqQueue {
         choose_req(rule, next, prev).map(|r| r.sector)
     }
 
+    /// A queued request grew (a merge): its tree entry, FIFO entry and,
+    /// if it was `next_rq`, that too follow it.
+    pub fn replace_sorted(&mut self, old: &Request, new: Request) {
+        if old.sector != new.sector {
+            self.sort.remove(&old.sector);
+            if self.next_rq == Some(old.sector) {
+                self.next_rq = Some(new.sector);
+            }
+            if let Some(f) = self.fifo.iter_mut().find(|f| f.id == old.id) {
+                f.sector = new.sector;
+            }
+        }
+        self.sort.insert(new.sector, new);
+    }
+
+    /// `cfq_merged_requests`' FIFO rule: if `next` is older, `rq` (now
+    /// `merged`, with `next`'s start time) takes its place in the FIFO.
+    pub fn take_fifo_place(&mut self, rq: &Request, merged: &Request, next: &Request) {
+        let (Some(r), Some(n)) =
+            (self.fifo.iter().position(|f| f.id == rq.id), self.fifo.iter().position(|f| f.id == next.id))
+        else {
+            return;
+        };
+        if next.arrival < rq.arrival {
+            self.fifo[n] = FifoEntry { arrival: next.arrival, id: rq.id, sector: merged.sector };
+            self.fifo.remove(r);
+        }
+    }
+
     /// The `next_rq` request.
     pub fn next_request(&self) -> Option<&Request> {
         self.next_rq.and_then(|s| self.sort.get(&s))
@@ -236,6 +269,7 @@ impl CfqQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::request::Dir;
 
     fn rq(id: u32, sector: u64, sync: bool) -> Request {
         Request {
