@@ -259,7 +259,7 @@ def test_the_native_emulator_on_a_tcp_port(tmp_path):
     ([], "give the disk to emulate"),
     (["--diskspecs", "/no/such.parv"], "--diskspecs /no/such.parv: no such file"),
     (["--disk", "hp97560", "--fixed-ms", "3"], "--fixed-ms is the service time of --disk fixed"),
-    (["--disk", "fixed", "--fixed-ms", "-1"], "disk.fixed_ms: must be a positive number of ms"),
+    (["--disk", "fixed", "--fixed-ms", "-1"], "--fixed-ms -1: expected 1e-06 (1 ns) to 1e+06 ms"),
     (["--disk", "hp97560", "--port", "1", "--socket", "s"], "--socket PATH or --port N"),
     (["--disk", "hp97560", "--no-image"], "--image FILE is required"),
     (["--check", "log.csv", "--disk", "hp97560"], "--check reads a log; it takes no --disk"),
