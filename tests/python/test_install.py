@@ -34,8 +34,9 @@ class Installed:
         self.env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
         self.env.update(PATH=os.pathsep.join([bin_dir, *path]), COLUMNS="120")
 
-    def run(self, *args: str, timeout: float = 600, check: bool = True, **kw) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(self.venv / "bin" / "iolab"), *args], cwd=self.home, env=self.env,
+    def run(self, *args: str, timeout: float = 600, check: bool = True, env: dict | None = None,
+            **kw) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(self.venv / "bin" / "iolab"), *args], cwd=self.home, env=env or self.env,
                               capture_output=True, text=True, timeout=timeout, **kw)
         if check:
             assert proc.returncode == 0, f"iolab {' '.join(args)}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
