@@ -20,8 +20,26 @@ Brief overview -- how a session flows, one module per concept:
   :mod:`~iolab.bench.report` writes JSON, CSV, Markdown, HTML and plots.
 """
 
-from iolab.bench.configs import Config
-from iolab.bench.session import Options, Session, run
-from iolab.bench.workloads import WORKLOADS, Workload
+import importlib
 
-__all__ = ["Config", "Options", "Session", "WORKLOADS", "Workload", "run"]
+# The names below are loaded on first use (PEP 562): every `iolab` command
+# imports this package (through iolab.bench.words and the CLI's registration),
+# and importing the session machinery eagerly cost a simulator run about a
+# tenth of a second of start-up.
+_LAZY = {
+    "Config": "iolab.bench.configs",
+    "Options": "iolab.bench.session",
+    "Session": "iolab.bench.session",
+    "run": "iolab.bench.session",
+    "WORKLOADS": "iolab.bench.workloads",
+    "Workload": "iolab.bench.workloads",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'iolab.bench' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

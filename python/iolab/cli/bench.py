@@ -7,8 +7,6 @@ import math
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
 from iolab.bench.words import count
 from iolab.cli.errors import UserError
 
@@ -150,6 +148,8 @@ def _region(size: int) -> int:
 
 
 def run(args) -> int:
+    from rich.console import Console
+
     console = Console(stderr=True)
     out = Console()
     if args.list_workloads:
