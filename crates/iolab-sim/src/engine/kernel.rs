@@ -100,13 +100,7 @@ impl<O: Observer> Engine<'_, O> {
                 origin: Origin::Direct { op: SINGLE },
             };
             let all = self.submit_bio(bio);
-            if all {
-                self.blk.unplug();
-            } else {
-                self.kio.waits[p] = Some(Wake::Request);
-            }
-            self.apply_effects();
-            return all;
+            return self.unplug_or_wait(pid, all);
         } else {
             let rq = Request {
                 id: 0,
@@ -130,11 +124,18 @@ impl<O: Observer> Engine<'_, O> {
             }
         }
         let all = self.submit_queued(pid);
+        self.unplug_or_wait(pid, all)
+    }
+
+    /// After a process has handed the block layer its direct I/O: if every
+    /// bio went in, unplug (blk_run_address_space: direct I/O does not wait
+    /// on a plug); if the request list was full, the process sleeps until a
+    /// request frees. Then the effects are applied. Returns `all`.
+    fn unplug_or_wait(&mut self, pid: ProcessId, all: bool) -> bool {
         if all {
-            // blk_run_address_space: direct I/O does not wait on a plug.
             self.blk.unplug();
         } else {
-            self.kio.waits[p] = Some(Wake::Request);
+            self.kio.waits[pid as usize] = Some(Wake::Request);
         }
         self.apply_effects();
         all
@@ -364,13 +365,7 @@ impl<O: Observer> Engine<'_, O> {
             };
         }
         let all = self.submit_queued(pid);
-        if all {
-            self.blk.unplug();
-        } else {
-            self.kio.waits[p] = Some(Wake::Request);
-        }
-        self.apply_effects();
-        if !all {
+        if !self.unplug_or_wait(pid, all) {
             return Ok(());
         }
         self.state[p] = ProcState::Sleeping;
