@@ -165,6 +165,8 @@ def test_recommend_without_jitter_is_deterministic_and_other_formats_read():
 
 @pytest.mark.parametrize("args,msg", [
     (["nosuch.txt"], "no such trace file"),
+    (["/dev/zero"], "/dev/zero: is not a regular file"),
+    (["/"], "/: is a directory"),
     ([str(SAMPLE), "--tunables", "bfq.nosuch=1"], "has no tunable 'nosuch'"),
     ([str(SAMPLE), "--tunables", "bfq.slice_idle=-1"], "outside"),
     ([str(SAMPLE), "--margin", "0"], "--margin"),

@@ -74,8 +74,11 @@ def cmd_recommend(args) -> int:
     from iolab.sweep import run_sweep
 
     trace = Path(args.trace)
-    if not trace.is_file():
+    if not trace.exists():
         raise UserError(f"{trace}: no such trace file")
+    if not trace.is_file():
+        what = "a directory" if trace.is_dir() else "not a regular file"
+        raise UserError(f"{trace}: is {what}; expected a trace file")
     if not (0 <= args.jitter_ms <= 60_000):
         raise UserError(f"--jitter-ms {args.jitter_ms}: must be within [0, 60000]")
     if not (0 < args.margin < 100):
