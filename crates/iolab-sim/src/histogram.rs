@@ -16,6 +16,9 @@ const SUB: u64 = 1024;
 /// Values below this are their own bucket.
 const EXACT: u64 = 2 * SUB;
 
+/// Parts beyond which [`Histogram::sum`] counts into a dense array.
+const DENSE_FROM: usize = 16;
+
 /// The bucket of `v` (≥ 1). Fits in a u16: the largest is 56,319.
 fn index_of(v: u64) -> u16 {
     if v < EXACT {
@@ -94,6 +97,77 @@ impl Histogram {
         self.buckets.last().map_or(0, |&i| range_of(i).1)
     }
 
+    /// The histogram of all the values recorded in `parts`: bucket counts
+    /// add up, so this is exactly the histogram one would have got by
+    /// recording every value into one (the metrics record each completion
+    /// once, per process and direction, and build the overall, per-class
+    /// and read histograms from those at the end of a run).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a Histogram>) -> Histogram {
+        let parts: Vec<&Histogram> = parts.into_iter().filter(|h| !h.is_empty()).collect();
+        match parts.len() {
+            0 => return Histogram::new(),
+            1 => return parts[0].clone(),
+            _ => {}
+        }
+        let total = parts.iter().map(|h| h.total).sum();
+        if parts.len() <= DENSE_FROM {
+            let mut acc = parts[0].clone();
+            for h in &parts[1..] {
+                acc = acc.merged(h);
+            }
+            return acc;
+        }
+        // Many parts: count into every bucket, then keep those in use
+        // (one pass over the parts, instead of one merge per part).
+        let mut dense = vec![0u64; index_of(u64::MAX) as usize + 1];
+        for h in &parts {
+            for (&i, &c) in h.buckets.iter().zip(&h.counts) {
+                dense[i as usize] += c;
+            }
+        }
+        let mut out = Histogram { total, ..Histogram::default() };
+        for (i, &c) in dense.iter().enumerate().filter(|(_, &c)| c > 0) {
+            out.buckets.push(i as u16);
+            out.counts.push(c);
+        }
+        out
+    }
+
+    /// Two histograms' buckets merged (both lists are ascending).
+    fn merged(&self, other: &Histogram) -> Histogram {
+        let mut out = Histogram {
+            buckets: Vec::with_capacity(self.buckets.len() + other.buckets.len()),
+            counts: Vec::with_capacity(self.buckets.len() + other.buckets.len()),
+            total: self.total + other.total,
+        };
+        let (mut a, mut b) = (0, 0);
+        while a < self.buckets.len() && b < other.buckets.len() {
+            let (ia, ib) = (self.buckets[a], other.buckets[b]);
+            let c = match ia.cmp(&ib) {
+                std::cmp::Ordering::Less => {
+                    a += 1;
+                    self.counts[a - 1]
+                }
+                std::cmp::Ordering::Greater => {
+                    b += 1;
+                    other.counts[b - 1]
+                }
+                std::cmp::Ordering::Equal => {
+                    a += 1;
+                    b += 1;
+                    self.counts[a - 1] + other.counts[b - 1]
+                }
+            };
+            out.buckets.push(ia.min(ib));
+            out.counts.push(c);
+        }
+        for (h, k) in [(self, a), (other, b)] {
+            out.buckets.extend_from_slice(&h.buckets[k..]);
+            out.counts.extend_from_slice(&h.counts[k..]);
+        }
+        out
+    }
+
     /// Bytes this histogram holds on the heap.
     pub fn heap_bytes(&self) -> usize {
         self.buckets.capacity() * 2 + self.counts.capacity() * 8
@@ -143,6 +217,29 @@ mod tests {
                 prop_assert_eq!(ours.value_at_quantile(q), hdr.value_at_quantile(q), "q = {}", q);
             }
             prop_assert_eq!(ours.max(), hdr.max());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(100))]
+        /// Summing histograms gives the histogram of all their values,
+        /// whether merged pairwise (few parts) or densely (many).
+        #[test]
+        fn sum_is_the_histogram_of_all_values(parts in prop::collection::vec(
+            prop::collection::vec(prop_oneof![0u64..5000, 1_000u64..100_000_000, 0u64..(1 << 62)], 0..60), 0..40)) {
+            let mut all = Histogram::new();
+            let hs: Vec<Histogram> = parts.iter().map(|vs| {
+                let mut h = Histogram::new();
+                for &v in vs {
+                    h.record(v);
+                    all.record(v);
+                }
+                h
+            }).collect();
+            let sum = Histogram::sum(&hs);
+            prop_assert_eq!(&sum.buckets, &all.buckets);
+            prop_assert_eq!(&sum.counts, &all.counts);
+            prop_assert_eq!(sum.len(), all.len());
         }
     }
 

@@ -7,16 +7,17 @@
 //!
 //! A request lives in a slab slot and is linked into both structures, so
 //! removing it from the middle of the FIFO is O(1) like `list_del_init`,
-//! and slots are reused: after warm-up the only allocations are the
-//! B-tree's own nodes. The tree key is (sector, request id): Linux's
+//! and slots are reused. The "tree" is a sorted vector of (sector, id,
+//! slot): a queue holds a few dozen requests at most (the request list
+//! caps it at `nr_requests` per direction), where a binary search and a
+//! short memmove cost less than a B-tree's node walks and allocations, and
+//! nothing is allocated after warm-up. The key is (sector, request id): Linux's
 //! rbtree keys on the sector alone and dispatches an "alias" (a second
 //! request at the same sector) at once; the simulator keeps both, ordered
 //! by id (see docs/schedulers.md).
 
 use crate::request::{Request, RequestId};
 use crate::time::SimTime;
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Unbounded};
 
 /// Index of a request's slot; valid until the request is removed.
 pub type Slot = u32;
@@ -36,7 +37,8 @@ struct Entry {
 pub struct SortFifo {
     entries: Vec<Entry>,
     free: Vec<Slot>,
-    sort: [BTreeMap<(u64, RequestId), Slot>; 2],
+    /// Per direction, (sector, id, slot) in ascending (sector, id) order.
+    sort: [Vec<Key>; 2],
     head: [Slot; 2],
     tail: [Slot; 2],
     len: usize,
@@ -47,7 +49,7 @@ impl Default for SortFifo {
         SortFifo {
             entries: Vec::new(),
             free: Vec::new(),
-            sort: [BTreeMap::new(), BTreeMap::new()],
+            sort: [Vec::new(), Vec::new()],
             head: [NIL; 2],
             tail: [NIL; 2],
             len: 0,
@@ -74,7 +76,7 @@ impl SortFifo {
             t => self.entries[t as usize].next = slot,
         }
         self.tail[dir] = slot;
-        self.sort[dir].insert((rq.sector, rq.id), slot);
+        self.tree_insert(dir, (rq.sector, rq.id), slot);
         self.len += 1;
         slot
     }
@@ -86,7 +88,7 @@ impl SortFifo {
             (e.rq, e.dir as usize)
         };
         self.unlink(slot, dir);
-        self.sort[dir].remove(&(rq.sector, rq.id));
+        self.tree_remove(dir, (rq.sector, rq.id));
         self.free.push(slot);
         self.len -= 1;
         rq
@@ -104,17 +106,19 @@ impl SortFifo {
     }
     /// Lowest-sector request of a direction (`rb_first`).
     pub fn sort_first(&self, dir: usize) -> Option<Slot> {
-        self.sort[dir].values().next().copied()
+        self.sort[dir].first().map(|k| k.2)
     }
     /// The request after `slot` in sector order (`rb_next`).
     pub fn sort_next(&self, slot: Slot) -> Option<Slot> {
         let (dir, key) = self.key(slot);
-        self.sort[dir].range((Excluded(key), Unbounded)).next().map(|(_, s)| *s)
+        let t = &self.sort[dir];
+        t.get(t.partition_point(|k| (k.0, k.1) <= key)).map(|k| k.2)
     }
     /// The request before `slot` in sector order (`rb_prev`).
     pub fn sort_prev(&self, slot: Slot) -> Option<Slot> {
         let (dir, key) = self.key(slot);
-        self.sort[dir].range(..key).next_back().map(|(_, s)| *s)
+        let t = &self.sort[dir];
+        t.partition_point(|k| (k.0, k.1) < key).checked_sub(1).map(|i| t[i].2)
     }
     /// No request of direction `dir` (`list_empty(&fifo_list[dir])`).
     pub fn fifo_empty(&self, dir: usize) -> bool {
@@ -131,13 +135,15 @@ impl SortFifo {
     /// The slot of a queued request, found by its direction, sector and
     /// id (the copy the caller was handed).
     pub fn slot_of(&self, dir: usize, rq: &Request) -> Option<Slot> {
-        self.sort[dir].get(&(rq.sector, rq.id)).copied()
+        let t = &self.sort[dir];
+        t.binary_search_by(|k| (k.0, k.1).cmp(&(rq.sector, rq.id))).ok().map(|i| t[i].2)
     }
 
     /// `elv_rb_find`: a request of direction `dir` starting at `sector`
     /// (the oldest-id one if two do).
     pub fn find(&self, dir: usize, sector: u64) -> Option<Slot> {
-        self.sort[dir].range((sector, 0)..=(sector, RequestId::MAX)).next().map(|(_, s)| *s)
+        let t = &self.sort[dir];
+        t.get(t.partition_point(|k| k.0 < sector)).filter(|k| k.0 == sector).map(|k| k.2)
     }
 
     /// Replace a queued request with its grown self (a merge): same slot,
@@ -145,8 +151,8 @@ impl SortFifo {
     pub fn update(&mut self, slot: Slot, rq: Request) {
         let (dir, old) = self.key(slot);
         if old.0 != rq.sector {
-            self.sort[dir].remove(&old);
-            self.sort[dir].insert((rq.sector, rq.id), slot);
+            self.tree_remove(dir, old);
+            self.tree_insert(dir, (rq.sector, rq.id), slot);
         }
         self.entries[slot as usize].rq = rq;
     }
@@ -188,11 +194,28 @@ impl SortFifo {
         }
     }
 
+    fn tree_insert(&mut self, dir: usize, key: (u64, RequestId), slot: Slot) {
+        let t = &mut self.sort[dir];
+        let i = t.partition_point(|k| (k.0, k.1) < key);
+        debug_assert!(t.get(i).is_none_or(|k| (k.0, k.1) != key), "a request queued twice");
+        t.insert(i, (key.0, key.1, slot));
+    }
+
+    fn tree_remove(&mut self, dir: usize, key: (u64, RequestId)) {
+        let t = &mut self.sort[dir];
+        if let Ok(i) = t.binary_search_by(|k| (k.0, k.1).cmp(&key)) {
+            t.remove(i);
+        }
+    }
+
     fn key(&self, slot: Slot) -> (usize, (u64, RequestId)) {
         let e = &self.entries[slot as usize];
         (e.dir as usize, (e.rq.sector, e.rq.id))
     }
 }
+
+/// A tree entry: sector, request id, slot.
+type Key = (u64, RequestId, Slot);
 
 fn some(slot: Slot) -> Option<Slot> {
     (slot != NIL).then_some(slot)
