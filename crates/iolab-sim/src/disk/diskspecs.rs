@@ -826,6 +826,46 @@ mod tests {
         assert_eq!((loc.cyl, loc.head, loc.sector), (1, 4, 0));
     }
 
+    /// The locate memo (`Layout::locate_memo`) gives what `locate` gives,
+    /// and `cylinder_of` its cylinder,
+    /// bit for bit, on every drive of the validation suite (their zones,
+    /// sparing schemes, slips and defects), for LBNs visited in the orders
+    /// a drive visits them: sequential runs, jumps, backwards steps, and
+    /// around every zone boundary, slip and defect.
+    #[test]
+    fn locate_memo_agrees_with_locate_on_every_validation_drive() {
+        use std::cell::Cell;
+        for name in ["atlas10k", "barracuda", "dec_rz26", "hp_c2247a", "hp_c2490a", "ibm18es"] {
+            let p = load(&data(&format!("{name}.parv"))).unwrap();
+            let l = &p.layout;
+            let mapped = l.zones.last().map(|z| z.first_lbn + z.lbns).unwrap();
+            let mut visit: Vec<u64> = Vec::new();
+            let mut around = |x: u64, n: u64| visit.extend(x.saturating_sub(n)..(x + n).min(mapped + 2));
+            for z in &l.zones {
+                around(z.first_lbn, 400);
+                around(z.first_lbn + z.lbns / 2, 400);
+                for &sl in z.slips.iter().chain(z.defects.iter().map(|d| &d.0)) {
+                    // Slips and defects are zone positions, near their LBNs.
+                    around(z.first_lbn + sl.min(z.lbns), 300);
+                }
+            }
+            let mut x = 12345u64;
+            for _ in 0..3000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let at = (x >> 11) % mapped;
+                visit.extend(at..(at + (x & 255)).min(mapped));
+                visit.push(at.saturating_sub(x & 7));
+            }
+            let memo = Cell::new(None);
+            for &lbn in &visit {
+                let (a, b) = (l.locate_memo(lbn, &memo), l.locate(lbn));
+                assert_eq!(a, b, "{name}: LBN {lbn}");
+                assert_eq!(a.angle.to_bits(), b.angle.to_bits(), "{name}: LBN {lbn}");
+                assert_eq!(l.cylinder_of(lbn), b.cyl, "{name}: LBN {lbn}");
+            }
+        }
+    }
+
     /// A fresh scratch directory for one test.
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("iolab-{tag}-{}", std::process::id()));

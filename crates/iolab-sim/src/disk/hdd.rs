@@ -22,7 +22,8 @@
 
 use super::cache::{CacheParams, FastWrite, Hit, OverRequested, ReadAhead, SegState, SegmentTable};
 use super::controller::Controller;
-use super::layout::Layout;
+use super::layout::{Layout, Loc, RunMemo};
+use std::cell::Cell;
 use super::media::{avail_at, frac, Head, Media, Phase, Reach, Run};
 use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
@@ -86,6 +87,8 @@ pub struct Hdd {
     /// when it stops the read-ahead, at the same instant; the second time
     /// comes from here.
     memo: Option<(Prefetch, f64, Head, u64, Option<Phase>)>,
+    /// The last run of sectors located ([`Layout::locate_memo`]).
+    loc_memo: Cell<Option<RunMemo>>,
 }
 
 /// Where a request's media time went, for [`Service`].
@@ -125,12 +128,18 @@ impl Hdd {
             flush_runs: Vec::new(),
             scratch: Vec::new(),
             memo: None,
+            loc_memo: Cell::new(None),
             name: p.name,
         })
     }
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// Where `lbn` is, through the memo of the last run located.
+    fn locate(&self, lbn: u64) -> Loc {
+        self.layout.locate_memo(lbn, &self.loc_memo)
     }
 
     fn reach(&self) -> Reach {
@@ -182,7 +191,7 @@ impl Hdd {
                 return (head, frontier, phase);
             }
         }
-        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_read;
         let (head, frontier, phase) = md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch);
         self.memo = Some((p, t, head, frontier, phase));
@@ -203,7 +212,7 @@ impl Hdd {
     /// overlapping it.
     fn stop_prefetch(&mut self, p: Prefetch, t: f64) -> (Head, bool) {
         let (head, frontier, phase) = self.progress(p, t);
-        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_read;
         let reach = self.reach();
         let s = &mut self.table.segs[p.seg];
@@ -224,7 +233,7 @@ impl Hdd {
         match phase {
             None => (head, false),
             Some(Phase::Seeking { until }) => {
-                let loc = self.layout.locate(frontier);
+                let loc = self.locate(frontier);
                 (Head { pos: (loc.cyl, loc.head), t: until }, additive)
             }
             // Waiting for its first sector after a seek, the prefetch holds
@@ -356,7 +365,7 @@ impl Hdd {
         let read_ahead = params.enabled && params.read_ahead != ReadAhead::Off;
         let immed = params.immediate_read;
         let read_any_free = params.read_any_free;
-        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let mut walk = Walk::default();
         let mut next_activity = Activity::Idle;
         let mut arm = self.arm;
@@ -373,7 +382,7 @@ impl Hdd {
         } else if buffered_to < end {
             let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
             let head = Head { pos: self.arm.pos, t };
-            let first = self.layout.locate(buffered_to);
+            let first = self.locate(buffered_to);
             walk.cylinders = head.pos.0.abs_diff(first.cyl);
             walk.seek_ns = self.mech.move_ns(head.pos, (first.cyl, first.head), false);
             let track_first = if read_any_free { self.layout.track_span(buffered_to).0 } else { buffered_to };
@@ -562,7 +571,7 @@ impl Hdd {
 
         // 3. The media, burst by burst when the request is bigger than
         // the room in the segment.
-        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+        let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_write;
         // "Minimum seek delay" is for nonsequential writes: a write that
         // joins one the media is still writing is not repositioned.
@@ -572,7 +581,7 @@ impl Hdd {
         } else {
             Head { pos: self.arm.pos, t: Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive) }
         };
-        let first = self.layout.locate(lbn);
+        let first = self.locate(lbn);
         let mut walk = Walk { cylinders: head.pos.0.abs_diff(first.cyl), ..Walk::default() };
         walk.seek_ns = self.mech.move_ns(head.pos, (first.cyl, first.head), true).max(mintime);
         if !append {
@@ -663,7 +672,7 @@ impl Hdd {
             Activity::Idle => self.arm.pos,
             Activity::Flush { head, .. } => head.pos,
             Activity::Prefetch(p) => {
-                let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
+                let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
                 let mut scratch = Vec::new();
                 let (h, _, _) = md.progress(p.head, p.next, p.limit, self.table.params.immediate_read, p.stepping, self.reach(), t, &mut scratch);
                 h.pos
@@ -679,8 +688,8 @@ impl Hdd {
 /// is before `from`, else from the track's first LBN, which comes round
 /// first.
 fn read_any_free_start(md: &Media, head: Head, from: u64, track_first: u64) -> u64 {
-    let loc = md.layout.locate(from);
-    let first = md.layout.locate(track_first);
+    let loc = md.locate(from);
+    let first = md.locate(track_first);
     let arrive = head.t + md.mech.move_ns(head.pos, (loc.cyl, loc.head), false);
     let spt = loc.sectors_per_track as f64;
     let mut off = (frac(arrive / md.period_ns) - first.angle) * spt;
@@ -789,8 +798,8 @@ impl Disk for Hdd {
     fn positioning_ns(&self, rq: &Request, now: SimTime) -> u64 {
         let t = now.ns() as f64;
         let pos = self.peek_arm(t);
-        let md = Media { layout: &self.layout, mech: &self.mech, period_ns: self.period_ns };
-        let loc = self.layout.locate(rq.sector);
+        let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
+        let loc = self.locate(rq.sector);
         let arrive = t + self.mech.move_ns(pos, (loc.cyl, loc.head), rq.dir == Dir::Write);
         (arrive - t + md.rot_wait(arrive, loc.angle)).round() as u64
     }

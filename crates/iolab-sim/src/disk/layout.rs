@@ -40,6 +40,7 @@
 //! DiskSim's layout lets slips push the skew on too.
 
 use crate::error::{Error, Result};
+use std::cell::Cell;
 
 /// Where spare space is and how slipped defects are absorbed (DiskSim's
 /// "Sparing scheme used", 0..=10; see the module table).
@@ -184,6 +185,15 @@ pub struct Loc {
     pub run: u32,
     /// Angle at which the sector starts, in revolutions, in [0, 1).
     pub angle: f64,
+}
+
+/// A run of sectors located by [`Layout::locate_memo`]: LBN `lbn` is at
+/// `loc`, on a track whose physical sector 0 is at angle `start` (sectors).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RunMemo {
+    lbn: u64,
+    loc: Loc,
+    start: f64,
 }
 
 /// Order of tracks within a cylinder (DiskSim's "LBN-to-PBN mapping scheme").
@@ -379,7 +389,13 @@ impl Layout {
     /// Cylinder holding `lbn` (clamped to the last sector).
     #[inline]
     pub fn cylinder_of(&self, lbn: u64) -> u32 {
-        self.locate(lbn).cyl
+        // locate's first steps only: schedulers ask this of every request
+        // they weigh (WPCAS twice per decision), and need no angle or run.
+        let lbn = lbn.min(self.mapped() - 1);
+        let zi = self.zone_of(lbn);
+        let z = &self.zones[zi];
+        let track = self.position(zi, lbn).0 / z.sectors_per_track as u64;
+        z.first_cyl + (track / self.surfaces as u64) as u32
     }
 
     /// The zone-relative physical position of `lbn` (in logical track
@@ -416,6 +432,41 @@ impl Layout {
     /// Where `lbn` is (clamped to the last mapped sector).
     #[inline]
     pub fn locate(&self, lbn: u64) -> Loc {
+        self.locate_run(lbn).0
+    }
+
+    /// [`Layout::locate`], answered from `memo` when `lbn` lies in the run
+    /// of consecutive sectors located last, and remembering the run
+    /// otherwise. A drive locates the same few tracks many times per
+    /// request (the read-ahead's progress, the request's own sectors, the
+    /// next track's), almost always within one run, where the answer
+    /// follows from the run's first sector: the same track, `d` sectors on,
+    /// `d` fewer left in the run, and the angle computed by the same
+    /// expression from the same track start, so it is bit for bit what
+    /// `locate` gives (checked over whole drives by a test).
+    #[inline]
+    pub fn locate_memo(&self, lbn: u64, memo: &Cell<Option<RunMemo>>) -> Loc {
+        if let Some(m) = memo.get() {
+            let d = lbn.wrapping_sub(m.lbn);
+            if d < m.loc.run as u64 {
+                let sector = m.loc.sector + d as u32;
+                let revs = (m.start + sector as f64) / m.loc.sectors_per_track as f64;
+                return Loc { sector, run: m.loc.run - d as u32, angle: revs - (revs as u64) as f64, ..m.loc };
+            }
+        }
+        let (loc, start) = self.locate_run(lbn);
+        // A clamped LBN (beyond the mapped ones) is not remembered: its run
+        // belongs to the last sector.
+        if lbn < self.mapped() {
+            memo.set(Some(RunMemo { lbn, loc, start }));
+        }
+        loc
+    }
+
+    /// Where `lbn` is, and the angle of its track's physical sector 0 (in
+    /// sectors, not reduced).
+    #[inline]
+    fn locate_run(&self, lbn: u64) -> (Loc, f64) {
         let lbn = lbn.min(self.mapped() - 1);
         let zi = self.zone_of(lbn);
         let z = &self.zones[zi];
@@ -436,7 +487,7 @@ impl Layout {
         let start = self.track_start(zi, track, surf as u64, cyl_rel);
         let revs = (start + sector as f64) / spt as f64;
         let run = if remapped { 1 } else { self.run_from(zi, lbn, p) };
-        Loc {
+        let loc = Loc {
             cyl,
             head,
             sectors_per_track: z.sectors_per_track,
@@ -445,7 +496,8 @@ impl Layout {
             // revs >= 0 (offsets and skews are): the fractional part by
             // conversion, which is cheaper than floor().
             angle: revs - (revs as u64) as f64,
-        }
+        };
+        (loc, start)
     }
 
     /// Angle (in sectors, not reduced) of physical sector 0 of zone track

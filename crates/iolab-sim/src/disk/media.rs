@@ -19,7 +19,8 @@
 //! data has arrived when the head reaches it; if not, the head comes
 //! round a revolution later.
 
-use super::layout::{Layout, Loc};
+use super::layout::{Layout, Loc, RunMemo};
+use std::cell::Cell;
 use super::seek::Mechanics;
 
 /// Rotations closer than this to a full turn count as no wait: the next
@@ -102,11 +103,19 @@ pub enum Reach {
 /// Times the heads of one drive.
 pub struct Media<'a> {
     pub layout: &'a Layout,
+    /// The drive's memo of the last run located ([`Layout::locate_memo`]).
+    pub memo: &'a Cell<Option<RunMemo>>,
     pub mech: &'a Mechanics,
     pub period_ns: f64,
 }
 
 impl Media<'_> {
+    /// Where `lbn` is ([`Layout::locate`], through the drive's memo).
+    #[inline]
+    pub fn locate(&self, lbn: u64) -> Loc {
+        self.layout.locate_memo(lbn, self.memo)
+    }
+
     /// Time until the sector starting at `angle` (revolutions) comes under
     /// the head, for a head that is on the track at `t_ns`.
     #[inline]
@@ -134,7 +143,7 @@ impl Media<'_> {
     /// new landing). `immed` asks for a zero-latency read. Pushes the
     /// frontier runs.
     pub fn read_track(&self, head: Head, from: u64, want: u64, immed: bool, stepping: bool, out: &mut Vec<Run>) -> TrackRead {
-        self.read_track_at(head, from, self.layout.locate(from), want, immed, stepping, out)
+        self.read_track_at(head, from, self.locate(from), want, immed, stepping, out)
     }
 
     /// [`Media::read_track`] with `loc`, where `from` is, already known.
@@ -168,7 +177,7 @@ impl Media<'_> {
             if l >= want || nruns == runs.len() {
                 break;
             }
-            let next = self.layout.locate(l);
+            let next = self.locate(l);
             if (next.cyl, next.head) != to {
                 break;
             }
@@ -247,7 +256,7 @@ impl Media<'_> {
         if reach == Reach::Anywhere {
             return false;
         }
-        let loc = self.layout.locate(lbn);
+        let loc = self.locate(lbn);
         match reach {
             Reach::Track => (loc.cyl, loc.head) != head.pos,
             _ => loc.cyl != head.pos.0,
@@ -274,7 +283,7 @@ impl Media<'_> {
         let mut from = from;
         let mut stepping = stepping;
         while from < want {
-            let loc = self.layout.locate(from);
+            let loc = self.locate(from);
             let to = (loc.cyl, loc.head);
             let leaves = match reach {
                 Reach::Anywhere => false,
@@ -338,7 +347,7 @@ impl Media<'_> {
     ) -> Head {
         let mut first = true;
         while from < want {
-            let loc = self.layout.locate(from);
+            let loc = self.locate(from);
             let to = (loc.cyl, loc.head);
             let mut mv = self.mech.move_ns(head.pos, to, true);
             if first {
@@ -427,7 +436,7 @@ mod tests {
     #[test]
     fn reads_wait_for_the_first_sector_then_stream() {
         let (l, m) = setup();
-        let md = Media { layout: &l, mech: &m, period_ns: P };
+        let md = Media { layout: &l, memo: &Cell::new(None), mech: &m, period_ns: P };
         let mut runs = Vec::new();
         // On track (0,0) at t = 2.5 ms; sectors 5..8 start at 5 ms.
         let (h, f) = md.read(Head { pos: (0, 0), t: 2.5e6 }, 5, 8, false, false, false, Reach::Anywhere, &mut runs);
@@ -451,7 +460,7 @@ mod tests {
     #[test]
     fn zero_latency_reads_start_where_the_head_lands() {
         let (l, m) = setup();
-        let md = Media { layout: &l, mech: &m, period_ns: P };
+        let md = Media { layout: &l, memo: &Cell::new(None), mech: &m, period_ns: P };
         let mut runs = Vec::new();
         // Wants sectors 2..9 of track 0; lands at 5.3 ms: reads 6, 7, 8
         // first (done by 9 ms), comes round to 2 at 12 ms, reads 2..5 by
@@ -472,7 +481,7 @@ mod tests {
     #[test]
     fn progress_reports_the_phase() {
         let (l, m) = setup();
-        let md = Media { layout: &l, mech: &m, period_ns: P };
+        let md = Media { layout: &l, memo: &Cell::new(None), mech: &m, period_ns: P };
         let mut s = Vec::new();
         let h = Head { pos: (0, 0), t: 2.5e6 };
         let (_, f, ph) = md.progress(h, 5, 15, false, false, Reach::Anywhere, 4.0e6, &mut s);
@@ -490,7 +499,7 @@ mod tests {
     #[test]
     fn writes_wait_a_revolution_for_late_data() {
         let (l, m) = setup();
-        let md = Media { layout: &l, mech: &m, period_ns: P };
+        let md = Media { layout: &l, memo: &Cell::new(None), mech: &m, period_ns: P };
         let mut runs = Vec::new();
         // Writes 2..5 on the track the head is on, at least 0.6 ms of
         // positioning: sector 2 comes at 2 ms. Data for 2 and 3 is there,
