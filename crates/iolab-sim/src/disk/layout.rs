@@ -413,6 +413,10 @@ impl Layout {
         } else if m.slide {
             let d = x + m.slide_thresholds.partition_point(|&th| th <= x) as u64;
             m.data_to_position(d)
+        } else if m.unit_spares == 0 && z.slips.is_empty() {
+            // No spares and no slips (most drives' zones, every preset's):
+            // `unit_position` is the identity, without its divisions.
+            x
         } else {
             m.unit_position(x, &z.slips)
         };
@@ -863,6 +867,26 @@ mod tests {
 
     fn layout(s: u32, cyls: u32, sparing: Sparing, zones: Vec<Zone>) -> Layout {
         Layout::new("t", s, cyls, Mapping::Conventional, sparing, zones, None, &mut Vec::new()).unwrap()
+    }
+
+    /// The shortcut in `position` for zones without spares or slips is
+    /// what `unit_position` computes there.
+    #[test]
+    fn zones_without_spares_or_slips_map_lbn_slots_to_themselves() {
+        for sparing in [Sparing::None, Sparing::SectorsAtDiskEnd, Sparing::SectorsPerTrack,
+                        Sparing::SectorsPerCylinder { front: true, slip_to_end: false }] {
+            let l = layout(2, 4, sparing, vec![zone(0, 1, 5, 0, vec![], 0), zone(2, 3, 7, 0, vec![], 2)]);
+            for (zi, z) in l.zones.iter().enumerate() {
+                let m = &l.maps[zi];
+                assert_eq!(m.unit_spares, 0);
+                for x in 0..m.sectors {
+                    assert_eq!(m.unit_position(x, &z.slips), x, "{sparing:?} zone {zi} slot {x}");
+                }
+                for lbn in z.first_lbn..z.first_lbn + z.lbns {
+                    assert_eq!(l.position(zi, lbn).0, lbn - z.first_lbn + z.deadspace);
+                }
+            }
+        }
     }
 
     #[test]

@@ -124,9 +124,13 @@ impl WpcasPolicy {
             }
         }
         let w = window_ms.clamp(1, HIST_RANGE_MS);
+        // The windows' counts by a sliding sum (this runs on every sample).
         let (mut best_a, mut best) = (0, 0u32);
+        let mut n: u32 = bins[..w].iter().sum();
         for a in 0..=HIST_RANGE_MS - w {
-            let n: u32 = bins[a..a + w].iter().sum();
+            if a > 0 {
+                n = n - bins[a - 1] + bins[a + w - 1];
+            }
             if n > best {
                 (best_a, best) = (a, n);
             }
