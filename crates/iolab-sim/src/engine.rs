@@ -131,13 +131,19 @@ enum Kind {
 /// the wait is declared failed (the order of two events at one nanosecond is
 /// otherwise arbitrary, and a wait bounded by a measured think time — the
 /// 95% heuristic, WPCAS — ends exactly when such a request arrives).
+///
+/// `order` packs the last two keys into one word: the timer flag in the
+/// top bit, the scheduling counter below (2^63 events are beyond any run),
+/// so the heap compares two words, not three fields.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Event {
     time: SimTime,
-    timer_last: bool,
-    seq: u64,
+    order: u64,
     kind: Kind,
 }
+
+/// The top bit of [`Event::order`]: a timer.
+const TIMER_LAST: u64 = 1 << 63;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum ProcState {
@@ -375,7 +381,8 @@ pub fn run_observed<O: Observer>(
 impl<O: Observer> Engine<'_, O> {
     fn schedule(&mut self, time: SimTime, kind: Kind) {
         self.seq += 1;
-        self.heap.push(Reverse(Event { time, timer_last: kind == Kind::Timer, seq: self.seq, kind }));
+        let order = if kind == Kind::Timer { TIMER_LAST | self.seq } else { self.seq };
+        self.heap.push(Reverse(Event { time, order, kind }));
     }
 
     /// Let a runnable process act until it thinks, blocks or exits.
