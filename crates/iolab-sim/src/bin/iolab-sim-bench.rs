@@ -5,7 +5,11 @@
 //! Also the DiskSim validation replay (HP C2247A, `data/disksim/`), repeated
 //! until it has served at least N requests.
 //!
-//! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [SCHEDULER ...]
+//! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [SCHEDULER ... | replay]
+//!
+//! With no names: every scheduler, then the replay. With names: those
+//! schedulers only, and the replay only if `replay` is among them (so a
+//! profile of one scheduler is that scheduler's alone).
 
 use iolab_sim::disk::{self, DiskSpec};
 use iolab_sim::engine::{self, EngineConfig, RunControl};
@@ -50,7 +54,10 @@ fn main() {
             _ => names.push(a),
         }
     }
-    if names.is_empty() {
+    let all = names.is_empty();
+    let replay = all || names.iter().any(|n| n == "replay");
+    names.retain(|n| n != "replay");
+    if all {
         names = sched::SCHEDULERS.iter().map(|s| s.name.to_string()).collect();
     }
     let spec = DiskSpec { preset: Some(disk_name.clone()), ..DiskSpec::default() };
@@ -93,7 +100,9 @@ fn main() {
             );
         }
     }
-    bench_validation(requests);
+    if replay {
+        bench_validation(requests);
+    }
 }
 
 /// Requests per second of the validation replay (one request at a time,
