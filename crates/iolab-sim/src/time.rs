@@ -60,6 +60,23 @@ pub fn ms_to_ns(ms: f64) -> u64 {
     (ms * NS_PER_MS as f64).round().max(0.0) as u64
 }
 
+/// `x.round() as u64` (half away from zero; negative and NaN give 0),
+/// without a call: without SSE4.1 in the baseline target, `f64::round` is
+/// a libm call, and the disk model rounds four times per request. Below
+/// 2^52 the fraction `x - trunc(x)` is exact; from there on every f64 is
+/// an integer.
+#[inline]
+pub fn round_u64(x: f64) -> u64 {
+    if !(x > 0.0) {
+        return 0;
+    }
+    if x >= 4_503_599_627_370_496.0 {
+        return x as u64;
+    }
+    let i = x as u64;
+    i + (x - i as f64 >= 0.5) as u64
+}
+
 /// Nanoseconds to milliseconds, for reports.
 pub fn ns_to_ms(ns: u64) -> f64 {
     ns as f64 / NS_PER_MS as f64
@@ -68,6 +85,26 @@ pub fn ns_to_ms(ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_u64_is_round_then_cast() {
+        let edge = [0.0, -0.0, 0.5, 1.5, 2.5, 0.49999999999999994, -0.5, -0.7, 4503599627370495.5,
+                    4503599627370496.0, 9007199254740993.0, 1.8e19, 1e300, f64::INFINITY, f64::NAN, f64::MIN_POSITIVE];
+        for x in edge {
+            assert_eq!(round_u64(x), x.round() as u64, "{x}");
+        }
+        let mut r = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..200_000 {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            let x = f64::from_bits(r >> 1) % 1e13;
+            let y = (r % 20_000_000) as f64 / 8.0;
+            for v in [x, y, y + 0.5] {
+                assert_eq!(round_u64(v), v.round() as u64, "{v}");
+            }
+        }
+    }
 
     #[test]
     fn conversions_round_trip() {

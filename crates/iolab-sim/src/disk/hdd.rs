@@ -29,7 +29,7 @@ use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::SimTime;
+use crate::time::{round_u64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.
@@ -727,7 +727,7 @@ struct HddCost {
 impl PositionCost for HddCost {
     fn seek_ns(&self, from_sector: u64, to_sector: u64) -> u64 {
         let d = self.layout.cylinder_of(from_sector).abs_diff(self.layout.cylinder_of(to_sector));
-        (self.mech.seek.ms(d) * 1e6).round() as u64
+        round_u64(self.mech.seek.ms(d) * 1e6)
     }
     fn mean_rotation_ns(&self) -> u64 {
         (self.period_ns / 2.0).round() as u64
@@ -765,9 +765,9 @@ impl Disk for Hdd {
             Dir::Write => self.write(lbn, n, t0),
         };
         self.last_write = rq.dir == Dir::Write;
-        let total_ns = (end - t_now).round().max(0.0) as u64;
+        let total_ns = round_u64(end - t_now);
         let (seek_ns, rotation_ns, transfer_ns) =
-            (w.seek_ns.round() as u64, w.rot_ns.round() as u64, w.xfer_ns.round() as u64);
+            (round_u64(w.seek_ns), round_u64(w.rot_ns), round_u64(w.xfer_ns));
         Service {
             total_ns,
             seek_ns,
@@ -801,7 +801,7 @@ impl Disk for Hdd {
         let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let loc = self.locate(rq.sector);
         let arrive = t + self.mech.move_ns(pos, (loc.cyl, loc.head), rq.dir == Dir::Write);
-        (arrive - t + md.rot_wait(arrive, loc.angle)).round() as u64
+        round_u64(arrive - t + md.rot_wait(arrive, loc.angle))
     }
 
     fn position_cost(&self) -> Arc<dyn PositionCost> {
