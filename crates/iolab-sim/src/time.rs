@@ -67,7 +67,7 @@ pub fn ms_to_ns(ms: f64) -> u64 {
 /// an integer.
 #[inline]
 pub fn round_u64(x: f64) -> u64 {
-    if !(x > 0.0) {
+    if x.is_nan() || x <= 0.0 {
         return 0;
     }
     if x >= 4_503_599_627_370_496.0 {
