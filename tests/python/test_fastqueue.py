@@ -203,7 +203,27 @@ def test_cli_bench_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     fq = next(line for line in out.splitlines() if " fastqueue " in line)
     assert fq.rstrip().endswith("%"), fq
     assert "sync p50" in out and "load" in out
+    # Each store's read-back is shown twice: warm (its own row) and, in a
+    # row of its own under it, after its files left the page cache.
+    lines = out.splitlines()
+    for peer in ("fastqueue", "file-per-message"):
+        i = next(i for i, line in enumerate(lines) if line.split()[2:3] == [peer])
+        cold = lines[i + 1].split()
+        assert cold[2:4] == ["cold", "read"] and float(cold[8]) > 0, lines[i + 1]
     assert main(["queue", "bench", "--peers", "nosuch"]) == 2
+
+
+def test_bench_goals_judge_warm_and_cold_reads_separately() -> None:
+    from iolab.cli.queue import _goals
+
+    def row(peer: str, warm: float, cold: float) -> dict:
+        return {"peer": peer, "size": 65536, "producers": 4, "read_msgs_per_s": warm, "cold_read_msgs_per_s": cold}
+
+    goals = _goals([row("file-per-message", 1000.0, 100.0), row("fastqueue", 5000.0, 2500.0)], 0.001)
+    warm = next(g for g in goals if "(warm)" in g)
+    cold = next(g for g in goals if "(cold" in g)
+    assert "5.0x" in warm and warm.endswith("NOT met"), warm
+    assert "25.0x" in cold and cold.endswith(": met"), cold
 
 
 def test_file_per_message_baseline(tmp_path: Path) -> None:

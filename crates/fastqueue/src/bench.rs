@@ -4,7 +4,11 @@
 //! One case: `producers` threads each enqueue messages of `size` bytes, as
 //! fast as the store acknowledges them (each call returns only when the
 //! message is durable), for `seconds` or until `max_bytes` are stored.
-//! Then one consumer reads everything back and deletes it. Peers:
+//! Then one consumer reads everything back and deletes it: the first half
+//! from the page cache, as the writes left it ("warm"), the second half
+//! after the store's files were dropped from the page cache
+//! (`posix_fadvise(DONTNEED)`, "cold": a queue read long after it was
+//! written). Peers:
 //!
 //! - `fastqueue`: this crate, durable mode, default batch settings;
 //! - `file-per-message`: [`FilePerMessageQueue`] (qmail/Postfix style);
@@ -93,8 +97,12 @@ pub struct Outcome {
     pub p50_us: f64,
     /// 99th-percentile acknowledgement latency, microseconds.
     pub p99_us: f64,
-    /// Messages per second read back and deleted (0: not measured).
+    /// Messages per second read back and deleted, the first half of the
+    /// messages, from the page cache (0: not measured).
     pub read_msgs_per_s: f64,
+    /// The same for the second half, after the store's files were evicted
+    /// from the page cache (0: not measured).
+    pub cold_read_msgs_per_s: f64,
     /// FastQueue only: median and 99th percentile of its own `fdatasync`
     /// calls during the case, microseconds (0 for the others).
     pub sync_p50_us: f64,
@@ -105,8 +113,10 @@ pub struct Outcome {
 /// A store under test.
 trait Store: Sync {
     fn put(&self, payload: &[u8]) -> Result<(), String>;
-    /// Reads and deletes everything; returns the count.
-    fn drain(&self) -> Result<u64, String>;
+    /// Reads and deletes up to `max` messages in order, each deletion
+    /// durable where the store makes it so, before it returns; returns the
+    /// count.
+    fn drain(&self, max: u64) -> Result<u64, String>;
     /// Latency of the store's own syncs (p50, p99 us), where it knows.
     fn sync_latency(&self) -> (f64, f64) {
         (0.0, 0.0)
@@ -119,17 +129,26 @@ impl Store for Fq {
     fn put(&self, payload: &[u8]) -> Result<(), String> {
         self.0.enqueue(payload).map(|_| ()).map_err(|e| e.to_string())
     }
-    fn drain(&self) -> Result<u64, String> {
+    /// Acknowledges each batch without waiting (its delete flags are
+    /// written and synced while the next batch is read), and waits at the
+    /// end until every acknowledgement is durable.
+    fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
-        loop {
-            let batch = self.0.dequeue_batch(512, None).map_err(|e| e.to_string())?;
+        let mut last = None;
+        while n < max {
+            let batch = self.0.dequeue_batch(512.min(max - n) as usize, None).map_err(|e| e.to_string())?;
             if batch.is_empty() {
-                return Ok(n);
+                break;
             }
             n += batch.len() as u64;
             let ids: Vec<u64> = batch.iter().map(|m| m.id).collect();
-            self.0.ack_many(&ids).map_err(|e| e.to_string())?;
+            std::hint::black_box(&batch);
+            last = Some(self.0.ack_many_nowait(&ids).map_err(|e| e.to_string())?);
         }
+        if let Some(round) = last {
+            self.0.wait_durable(round).map_err(|e| e.to_string())?;
+        }
+        Ok(n)
     }
     fn sync_latency(&self) -> (f64, f64) {
         let s = self.0.stats();
@@ -143,10 +162,10 @@ impl Store for Fpm {
     fn put(&self, payload: &[u8]) -> Result<(), String> {
         self.0.enqueue(payload).map(|_| ()).map_err(|e| e.to_string())
     }
-    fn drain(&self) -> Result<u64, String> {
+    fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
         loop {
-            let batch = self.0.dequeue_batch(512).map_err(|e| e.to_string())?;
+            let batch = self.0.dequeue_batch(512.min(max - n) as usize).map_err(|e| e.to_string())?;
             if batch.is_empty() {
                 return Ok(n);
             }
@@ -164,10 +183,11 @@ impl Store for Qf {
     fn put(&self, payload: &[u8]) -> Result<(), String> {
         self.0.lock().unwrap().add(payload).map_err(|e| e.to_string())
     }
-    fn drain(&self) -> Result<u64, String> {
+    fn drain(&self, max: u64) -> Result<u64, String> {
         let mut q = self.0.lock().unwrap();
         let mut n = 0;
-        while let Some(bytes) = q.peek().map_err(|e| e.to_string())? {
+        while n < max {
+            let Some(bytes) = q.peek().map_err(|e| e.to_string())? else { break };
             std::hint::black_box(&bytes);
             q.remove().map_err(|e| e.to_string())?;
             n += 1;
@@ -237,20 +257,20 @@ impl Store for Sqlite {
         tx.send((payload.to_vec(), reply)).map_err(|e| e.to_string())?;
         answer.recv().map_err(|e| e.to_string())?
     }
-    fn drain(&self) -> Result<u64, String> {
+    fn drain(&self, max: u64) -> Result<u64, String> {
         self.tx.lock().unwrap().take();
         if let Some(w) = self.writer.lock().unwrap().take() {
             let _ = w.join();
         }
         let mut conn = sqlite_open(&self.path).map_err(|e| e.to_string())?;
         let mut n = 0;
-        loop {
+        while n < max {
             let t = conn.transaction().map_err(|e| e.to_string())?;
             let (count, last) = {
                 let mut sel = t
-                    .prepare_cached("SELECT id, body FROM q ORDER BY id LIMIT 512")
+                    .prepare_cached("SELECT id, body FROM q ORDER BY id LIMIT ?1")
                     .map_err(|e| e.to_string())?;
-                let mut rows = sel.query([]).map_err(|e| e.to_string())?;
+                let mut rows = sel.query([512.min(max - n) as i64]).map_err(|e| e.to_string())?;
                 let (mut count, mut last) = (0u64, 0i64);
                 while let Some(row) = rows.next().map_err(|e| e.to_string())? {
                     last = row.get(0).map_err(|e| e.to_string())?;
@@ -267,6 +287,7 @@ impl Store for Sqlite {
             t.commit().map_err(|e| e.to_string())?;
             n += count;
         }
+        Ok(n)
     }
 }
 
@@ -365,6 +386,7 @@ fn device(case: &Case) -> Result<Outcome, String> {
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
         read_msgs_per_s: 0.0,
+        cold_read_msgs_per_s: 0.0,
         sync_p50_us: 0.0,
         sync_p99_us: 0.0,
     })
@@ -416,12 +438,20 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
     };
     let (messages, secs, lat) = produce(&*store, case)?;
     let (sync_p50_us, sync_p99_us) = store.sync_latency();
+    // The first half read as the writes left it (in the page cache), the
+    // second half after the store's files were dropped from the cache.
+    let warm_count = messages.div_ceil(2);
     let t0 = Instant::now();
-    let read = store.drain()?;
-    let read_secs = t0.elapsed().as_secs_f64();
-    if read != messages {
-        return Err(format!("{}: wrote {messages} messages, read back {read}", case.peer));
+    let warm = store.drain(warm_count)?;
+    let warm_secs = t0.elapsed().as_secs_f64();
+    evict(&case.dir);
+    let t0 = Instant::now();
+    let cold = store.drain(u64::MAX)?;
+    let cold_secs = t0.elapsed().as_secs_f64();
+    if warm + cold != messages {
+        return Err(format!("{}: wrote {messages} messages, read back {}", case.peer, warm + cold));
     }
+    let rate = |n: u64, secs: f64| if n > 0 && secs > 0.0 { n as f64 / secs } else { 0.0 };
     Ok(Outcome {
         messages,
         write_seconds: secs,
@@ -429,7 +459,8 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         write_mb_per_s: (messages * case.size as u64) as f64 / secs / 1e6,
         p50_us: percentile(&lat, 0.5),
         p99_us: percentile(&lat, 0.99),
-        read_msgs_per_s: if read_secs > 0.0 { read as f64 / read_secs } else { 0.0 },
+        read_msgs_per_s: rate(warm, warm_secs),
+        cold_read_msgs_per_s: rate(cold, cold_secs),
         sync_p50_us,
         sync_p99_us,
     })
@@ -507,11 +538,20 @@ pub fn recovery(dir: &Path, bytes: u64) -> Result<Recovery, String> {
     Ok(Recovery { bytes: open.bytes_scanned, messages: open.messages, seconds })
 }
 
-/// Asks the kernel to drop the cached pages of the files in `dir`.
+/// Asks the kernel to drop the cached pages of the files under `dir`
+/// (every level: the file-per-message queue keeps its files in hashed
+/// subdirectories). Written-back pages only: every store syncs its data
+/// before it acknowledges. Directory entries and inodes stay cached (only
+/// a global `drop_caches` would drop them), which favours the stores with
+/// many files.
 pub fn evict(dir: &Path) {
     use std::os::unix::io::AsRawFd;
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                evict(&e.path());
+                continue;
+            }
             if let Ok(f) = std::fs::File::open(e.path()) {
                 // SAFETY: advisory call on a descriptor we own.
                 unsafe {

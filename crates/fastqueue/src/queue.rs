@@ -519,7 +519,7 @@ impl FastQueue {
             recycle_cv: Condvar::new(),
             done_cv: std::array::from_fn(|_| Condvar::new()),
             ready_cv: Condvar::new(),
-            cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new() }),
+            cache: Mutex::new(ReadCache { seq: 0, start: 0, data: Vec::new()}),
             allocator: Mutex::new(None),
             manifest_generation: Mutex::new(found.manifest.as_ref().map_or(0, |m| m.generation)),
             storage,
@@ -806,11 +806,26 @@ impl FastQueue {
     /// Acknowledges several messages with one wait; if one id is refused,
     /// none is acknowledged.
     pub fn ack_many(&self, ids: &[u64]) -> Result<()> {
+        let ticket = self.ack_many_nowait(ids)?;
+        self.wait_durable(ticket)
+    }
+
+    /// Acknowledges several messages **without waiting**: their delete
+    /// flags go into the open round, and the call returns that round. The
+    /// messages are no longer delivered by this process at once, but the
+    /// acknowledgement is durable (a crash no longer brings them back) only
+    /// when [`FastQueue::wait_durable`] of the round returns `Ok`. For a
+    /// consumer that reads the next batch while the flags of the last one
+    /// are synced (Sequential Grouping Prefetch with the deletes batched);
+    /// rounds complete in order, so waiting for the last ticket covers the
+    /// earlier ones. Accepts the same ids as [`FastQueue::ack`]; if one is
+    /// refused, none is acknowledged.
+    pub fn ack_many_nowait(&self, ids: &[u64]) -> Result<RoundTicket> {
         self.inner.owner()?;
         let mut st = self.inner.usable()?;
         if ids.is_empty() {
-            // Nothing to make durable (and no round would come to wake us).
-            return Ok(());
+            // Nothing to make durable: the last completed round already is.
+            return Ok(RoundTicket(st.durable_round));
         }
         for id in ids {
             match st.index.get(id) {
@@ -840,7 +855,7 @@ impl FastQueue {
         st.pending_waiters += 1;
         let ticket = st.open_round;
         self.inner.work_cv.notify_one();
-        self.inner.wait_round(st, ticket)
+        Ok(RoundTicket(ticket))
     }
 
     /// Gives a delivered message back: it is copied to the retry queue,

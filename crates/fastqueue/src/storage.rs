@@ -87,6 +87,11 @@ pub trait StorageFile: Send + Sync {
     }
     /// Makes written data durable (`fdatasync`).
     fn sync_data(&self) -> io::Result<()>;
+    /// Starts writing `len` bytes from `offset` back to the device without
+    /// waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so that the
+    /// device works while more is written; durability still comes only
+    /// from [`StorageFile::sync_data`]. A hint: errors are ignored.
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
     /// Current length in bytes.
     fn len(&self) -> io::Result<u64>;
     /// Truncates or extends the file (`repair` of a segment file of the
@@ -246,6 +251,12 @@ impl StorageFile for RealFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+    fn start_writeback(&self, offset: u64, len: u64) {
+        // SAFETY: a call on a descriptor we own; no memory is passed.
+        unsafe {
+            libc::sync_file_range(self.0.as_raw_fd(), offset as libc::off64_t, len as libc::off64_t, libc::SYNC_FILE_RANGE_WRITE);
+        }
     }
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())

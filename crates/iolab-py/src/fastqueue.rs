@@ -359,6 +359,7 @@ fn fastqueue_bench<'py>(
     d.set_item("p50_us", o.p50_us)?;
     d.set_item("p99_us", o.p99_us)?;
     d.set_item("read_msgs_per_s", o.read_msgs_per_s)?;
+    d.set_item("cold_read_msgs_per_s", o.cold_read_msgs_per_s)?;
     d.set_item("sync_p50_us", o.sync_p50_us)?;
     d.set_item("sync_p99_us", o.sync_p99_us)?;
     Ok(d)

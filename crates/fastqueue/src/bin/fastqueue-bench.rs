@@ -38,7 +38,10 @@ struct Args {
 
 fn main() {
     let a = Args::parse();
-    println!("{:<17} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>10}", "peer", "size", "prod", "msg/s", "MB/s", "p50 us", "p99 us", "read msg/s");
+    println!(
+        "{:<17} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}",
+        "peer", "size", "prod", "msg/s", "MB/s", "p50 us", "p99 us", "read msg/s", "cold msg/s"
+    );
     for &size in &a.sizes {
         for &producers in &a.producers {
             for peer in &a.peers {
@@ -53,8 +56,9 @@ fn main() {
                 };
                 match bench::run(&case) {
                     Ok(o) => println!(
-                        "{:<17} {:>6} {:>4} {:>10.0} {:>9.1} {:>9.0} {:>9.0} {:>10.0}",
-                        peer, size, producers, o.write_msgs_per_s, o.write_mb_per_s, o.p50_us, o.p99_us, o.read_msgs_per_s
+                        "{:<17} {:>6} {:>4} {:>10.0} {:>9.1} {:>9.0} {:>9.0} {:>10.0} {:>10.0}",
+                        peer, size, producers, o.write_msgs_per_s, o.write_mb_per_s, o.p50_us, o.p99_us, o.read_msgs_per_s,
+                        o.cold_read_msgs_per_s
                     ),
                     Err(e) => {
                         eprintln!("fastqueue-bench: {peer}: {e}");

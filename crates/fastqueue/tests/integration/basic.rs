@@ -311,3 +311,55 @@ fn enqueue_many_stores_a_batch_with_one_wait() {
         assert_eq!(&m.payload, b);
     }
 }
+
+/// ack_many_nowait: the messages leave the queue at once, the returned
+/// round makes the acknowledgement durable (a power loss after
+/// `wait_durable` never brings them back; before it, it may), ids are
+/// refused like `ack`'s, and rounds come in order.
+#[test]
+fn ack_many_nowait_is_durable_once_its_round_is() {
+    let storage = SimStorage::new();
+    let cfg = small_config();
+    let q = FastQueue::open_with(Arc::new(storage.clone()), cfg.clone()).unwrap();
+    let bodies: Vec<Vec<u8>> = (0..300).map(|i| payload(&format!("n{i}"), 40 + (i * 37) % 3000)).collect();
+    let refs: Vec<&[u8]> = bodies.iter().map(|b| &b[..]).collect();
+    let ids = q.enqueue_many(&refs).unwrap();
+    // Refused like ack: a message never dequeued, and then none of the ids.
+    let first = q.dequeue_batch(10, None).unwrap();
+    let mut mixed: Vec<u64> = first.iter().map(|m| m.id).collect();
+    mixed.push(ids[200]);
+    assert!(matches!(q.ack_many_nowait(&mixed), Err(Error::NotDelivered { .. })));
+    assert_eq!(q.len(), 300);
+    // Acknowledged without waiting, batch after batch.
+    let mut tickets = Vec::new();
+    let mut waited = BTreeSet::new();
+    let mut batch = first;
+    for _ in 0..10 {
+        let b: Vec<u64> = batch.iter().map(|m| m.id).collect();
+        tickets.push(q.ack_many_nowait(&b).unwrap());
+        waited.extend(b);
+        batch = q.dequeue_batch(10, None).unwrap();
+    }
+    assert!(tickets.windows(2).all(|w| w[0] <= w[1]), "rounds in order: {tickets:?}");
+    assert_eq!(q.len(), 300 - waited.len());
+    q.wait_durable(*tickets.last().unwrap()).unwrap();
+    // These are acknowledged and not waited for: a crash may bring them back.
+    let late: Vec<u64> = batch.iter().map(|m| m.id).collect();
+    q.ack_many_nowait(&late).unwrap();
+    assert!(matches!(q.ack(late[0]), Err(Error::UnknownId { .. })), "already acknowledged");
+    // Nothing to acknowledge: a round already durable.
+    let none = q.ack_many_nowait(&[]).unwrap();
+    assert!(none >= *tickets.last().unwrap());
+    q.wait_durable(none).unwrap();
+    let image = storage.crash_image(fastqueue::sim::CrashMode::DropUnsynced);
+    drop(q);
+    let q = FastQueue::open_with(Arc::new(image), cfg).unwrap();
+    let got: BTreeSet<u64> = drain(&q).into_iter().map(|m| m.id).collect();
+    for id in &ids {
+        if waited.contains(id) {
+            assert!(!got.contains(id), "{id}: acknowledged, waited for, came back");
+        } else if !late.contains(id) {
+            assert!(got.contains(id), "{id}: never acknowledged, lost");
+        }
+    }
+}
