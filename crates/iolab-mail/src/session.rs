@@ -124,7 +124,9 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
             }
         }
     }
-    let _ = stream.shutdown().await;
+    // Dropping the stream closes it (FIN); a shutdown() first would only
+    // cost a syscall, which fails (ENOTCONN) when the client closed first,
+    // as smtp-source does after QUIT.
 }
 
 async fn write_out(stream: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result<()> {
