@@ -31,17 +31,17 @@ truncate -s 1G "$disk"
     test-kernel.sh "${PER_ELEVATOR_S:-3}" "${STRESS_S:-15}"
 
 # The comparison pipeline on an emulated disk: sequential readers under
-# none and the two elevators, 4 s each; the report must have every row,
+# none, bfq, kyber and the two elevators, 4 s each; the report must have every row,
 # and AS must have anticipated on the kernel side.
 iolab=$REPO_DIR/.venv/bin/iolab
 [ -x "$iolab" ] || tb_die "no $iolab: make build first (make test does)"
 "$iolab" kernel compare --disks hp97560 --workloads seqreaders \
-    --elevators none,anticipatory,wpcas --reps 1 --runtime 4 --overhead-us 0 \
+    --elevators none,bfq,kyber,anticipatory,wpcas --reps 1 --runtime 4 --overhead-us 0 \
     -o "$out/compare" >"$out/compare.txt"
 "$REPO_DIR/.venv/bin/python" - "$out/compare/compare.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-assert len(rows) == 3, f"{len(rows)} rows, expected 3"
+assert len(rows) == 5, f"{len(rows)} rows, expected 5"
 by = {r["elevator"]: r for r in rows}
 for r in rows:
     assert r["kernel_mb_s"][0] > 0 and r["sim_mb_s"][0] > 0, r

@@ -39,7 +39,7 @@ from iolab.kernel import testbed
 from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 
 DISKS = ["hp97560", "modern7200"]
-ELEVATORS = ["none", "mq-deadline", "anticipatory", "wpcas"]
+ELEVATORS = ["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"]
 MARGIN = 0.05
 # The workloads compared ((a), (b), (c) of docs/kernel.md); the zl* ones
 # measure the guest on a zero-latency disk.
@@ -64,7 +64,14 @@ def register(sub) -> None:
     c.add_argument("-o", "--output", default="kernel-compare", metavar="DIR", help="output directory")
     c.add_argument("--report", metavar="DIR", help="analyse a finished comparison in DIR again (no guest)")
     c.add_argument("--overhead-us", type=float, metavar="US",
-                   help="skip the zero-latency boot and use this guest time per request")
+                   help="skip the calibration boots and use this guest time per request")
+    c.add_argument("--calibrate", choices=["idle", "zero"], default="idle",
+                   help="measure the guest's own time per request on each compared disk's model, "
+                        "where the guest idles between requests as in the comparison (idle, the "
+                        "default), or once on a zero-latency disk (zero)")
+    c.add_argument("--resim", action="store_true",
+                   help="with -o DIR of a finished comparison: keep its kernel runs, calibrate again "
+                        "(unless --overhead-us), run the simulator side again and report")
     c.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     c.set_defaults(func=run_compare)
 
@@ -151,12 +158,14 @@ def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dic
     (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in wpcas.items()))
 
 
-def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False) -> Path:
-    """One boot on an emulated ``disk``; returns the guest's run directory."""
+def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False,
+             share_name: str | None = None) -> Path:
+    """One boot on an emulated ``disk``; returns the guest's run directory
+    (``out/share_name``, by default the disk's name or ``zero-latency``)."""
     from iolab import _iolab
 
     seek = json.loads(_iolab.wpcas_seek_tunables(disk))
-    share = out / ("zero-latency" if zero_latency else disk)
+    share = out / (share_name or ("zero-latency" if zero_latency else disk))
     share.mkdir(parents=True, exist_ok=True)
     write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"])
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
@@ -246,6 +255,80 @@ def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
     return float(max(lo, hi))
 
 
+def welch_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Welch test p-value (NaN for fewer than two values a side)."""
+    from scipy import stats
+
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = stats.ttest_ind(a, b, equal_var=False).pvalue
+    return float(p) if not math.isnan(p) else (0.0 if sum(a) / len(a) != sum(b) / len(b) else 1.0)
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (NaN stays NaN)."""
+    order = sorted((p, i) for i, p in enumerate(ps) if not math.isnan(p))
+    out = [math.nan] * len(ps)
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p))
+        out[i] = running
+    return out
+
+
+# The built-in elevators of Linux 6.1 (issue 13 asks for their ranking), and
+# every elevator of the run.
+BUILTIN = ["none", "mq-deadline", "bfq", "kyber"]
+
+
+def ranking_sets(elevators: list[str]) -> dict[str, list[str]]:
+    sets = {}
+    builtin = [e for e in elevators if e in BUILTIN]
+    if len(builtin) >= 2:
+        sets["6.1 built-in"] = builtin
+    if len(elevators) > len(builtin) and len(elevators) >= 2:
+        sets["all"] = list(elevators)
+    return sets
+
+
+def rankings(rows: list[dict], elevators: list[str]) -> list[dict]:
+    """Per disk and workload: the elevators ordered by the kernel's mean
+    throughput and by the simulator's, and for every pair the kernel tells
+    apart (Welch, Holm-corrected over the workload's pairs, p < 0.05)
+    whether the simulator orders it the same way. Pairs the kernel cannot
+    tell apart are not counted either way: their order is noise."""
+    out = []
+    groups: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r["elevator"] in elevators:
+            groups.setdefault((r["disk"], r["workload"]), {})[r["elevator"]] = r
+    for (disk, wl), by_el in groups.items():
+        els = [e for e in elevators if e in by_el]
+        km = {e: by_el[e]["kernel_mb_s"][0] for e in els}
+        sm = {e: by_el[e]["sim_mb_s"][0] for e in els}
+        pairs = [(a, b) for i, a in enumerate(els) for b in els[i + 1:]]
+        kp = holm([welch_p(by_el[a]["kernel_runs_mb_s"], by_el[b]["kernel_runs_mb_s"]) for a, b in pairs])
+        sp = holm([welch_p(by_el[a]["sim_runs_mb_s"], by_el[b]["sim_runs_mb_s"]) for a, b in pairs])
+        separated, alike, unlike = [], [], []
+        for (a, b), p, q in zip(pairs, kp, sp):
+            if math.isnan(p) or p >= 0.05:
+                continue
+            hi, lo = (a, b) if km[a] > km[b] else (b, a)
+            separated.append((hi, lo))
+            if sm[hi] > sm[lo]:
+                alike.append((hi, lo))
+            else:
+                unlike.append((hi, lo, "tie" if not q < 0.05 else "reversed"))
+        korder = sorted(els, key=lambda e: -km[e] if not math.isnan(km[e]) else math.inf)
+        sorder = sorted(els, key=lambda e: -sm[e] if not math.isnan(sm[e]) else math.inf)
+        out.append({"disk": disk, "workload": wl, "kernel_order": korder, "sim_order": sorder,
+                    "same_order": korder == sorder, "separated": separated, "alike": alike,
+                    "unlike": unlike})
+    return out
+
+
 # ---------------------------------------------------------------- emulator log
 
 
@@ -285,10 +368,14 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
 
 
 def measure_host(share: Path) -> dict[str, dict]:
-    """The guest's own time per request, per elevator, from a zero-latency
-    run of the ``MEASURE`` workloads (every request costs the disk 0 ns, so
-    any time between the emulator's reply and the next arrival is the
-    guest's):
+    """The guest's own time per request, per elevator, from a run of the
+    ``MEASURE`` workloads. Every gap is measured from the emulator's reply
+    to the next request's arrival, so whatever the disk's latency, that
+    time is the guest's. On a zero-latency disk (``--calibrate zero``) the
+    guest never idles; on the compared disk's own model (``--calibrate
+    idle``, the default) it idles between requests as in the comparison,
+    and its way back from idle (the halted virtual CPUs woken by the
+    completion interrupt, blk-mq's queue run) is then part of the gap:
 
     * ``device_us``: the mean gap while one process keeps 8 requests in
       flight (libaio), so that a request is always waiting and no process
@@ -336,7 +423,8 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
     """The simulator's scheduler for a kernel elevator, and a note when it
     stands in for one the simulator lacks."""
     wanted = {"none": ["none", "noop"], "mq-deadline": ["mq-deadline", "deadline"],
-              "anticipatory": ["as"], "wpcas": ["wpcas"]}[elevator]
+              "bfq": ["bfq"], "kyber": ["kyber"], "anticipatory": ["as"],
+              "wpcas": ["wpcas"]}[elevator]
     for i, name in enumerate(wanted):
         if name in known:
             note = "" if i == 0 else f"the simulator has no {wanted[0]}: {name} stands in"
@@ -431,6 +519,7 @@ def analyse(out: Path) -> dict:
                 rows.append({
                     "disk": disk, "workload": wl, "elevator": el,
                     "kernel_mb_s": [km, kh], "sim_mb_s": [sm, sh],
+                    "kernel_runs_mb_s": list(k.throughput), "sim_runs_mb_s": list(s.throughput),
                     "diff": (sm - km) / km if km else math.nan,
                     "tost_p": tost(k.throughput, s.throughput),
                     "kernel_p50_ms": mean_ci(k.p50)[0], "sim_p50_ms": mean_ci(s.p50)[0],
@@ -446,10 +535,19 @@ def analyse(out: Path) -> dict:
                     },
                     "note": meta.get("notes", {}).get(el, ""),
                 })
-    result = {"meta": meta, "rows": rows}
+    result = {"meta": meta, "rows": rows,
+              "rankings": {name: {"elevators": els, "groups": rankings(rows, els)}
+                           for name, els in ranking_sets(meta["elevators"]).items()}}
     (out / "compare.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
     (out / "report.md").write_text(report(result))
     return result
+
+
+CALIBRATION_TEXT = {
+    "zero": "measured once on a zero-latency disk",
+    "idle": "measured on each disk's own model, the guest idling between requests as in the comparison",
+    "given": "given with --overhead-us",
+}
 
 
 def report(result: dict) -> str:
@@ -460,15 +558,15 @@ def report(result: dict) -> str:
         f"Kernel {meta['kernel']}; {meta['reps']} repetitions of {meta['runtime']} s; host load "
         f"{meta['load_before']} before, {meta['load_after']} after.",
         "",
-        "The guest's own time per request, measured on a zero-latency disk and given to the "
-        "simulator (µs; `device`: with a queue, charged to every request; `think+t`: on top of a "
-        "process's t ms think time):",
+        f"The guest's own time per request ({CALIBRATION_TEXT.get(meta.get('calibration', 'zero'), '')}), "
+        "given to the simulator (µs; `device`: with a queue, charged to every request; `think+t`: "
+        "on top of a process's t ms think time):",
         "",
-        "| elevator | device | think+0 | think+1 | think+2 |",
-        "|---|---|---|---|---|",
-        *[f"| {el} | {h['device_us']:.0f} | "
+        "| disk | elevator | device | think+0 | think+1 | think+2 |",
+        "|---|---|---|---|---|---|",
+        *[f"| {disk} | {el} | {h['device_us']:.0f} | "
           + " | ".join(f"{h['think_us'].get(t, math.nan):.0f}" for t in ("0", "1", "2")) + " |"
-          for el, h in meta.get("host", {}).items()],
+          for disk in meta["disks"] for el, h in host_of(meta, disk).items()],
         "",
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
@@ -491,6 +589,23 @@ def report(result: dict) -> str:
             f"{_fmt(*r['kernel_mb_s'])} | {_fmt(*r['sim_mb_s'])} | {r['diff'] * 100:+.1f}% | {eq} | "
             f"{r['kernel_p50_ms']:.1f}/{r['sim_p50_ms']:.1f} | {r['kernel_p99_ms']:.0f}/{r['sim_p99_ms']:.0f} | "
             f"{ka} | {sa} | {util} | {seek} |")
+    for name, rk in result.get("rankings", {}).items():
+        ranks = rk["groups"]
+        lines += [
+            "",
+            f"Ranking by throughput ({name}: {', '.join(rk['elevators'])}); "
+            "`told apart`: pairs whose kernel throughputs differ (Welch, Holm over the workload's "
+            "pairs, p < 0.05), and how many of them the simulator orders the same way:",
+            "",
+            "| disk | workload | kernel order | simulator order | same order | told apart: same / all | other |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for g in ranks:
+            other = "; ".join(f"{hi} > {lo}: sim {how}" for hi, lo, how in g["unlike"]) or "-"
+            lines.append(
+                f"| {g['disk']} | {g['workload']} | {' > '.join(g['kernel_order'])} | "
+                f"{' > '.join(g['sim_order'])} | {'yes' if g['same_order'] else 'no'} | "
+                f"{len(g['alike'])} / {len(g['separated'])} | {other} |")
     notes = {r["elevator"]: r["note"] for r in result["rows"] if r["note"]}
     for el, n in notes.items():
         lines.append(f"\n\\* {el}: {n}.")
@@ -504,6 +619,8 @@ def run_compare(args) -> int:
             raise UserError(f"{out}: no meta.json (not a finished `iolab kernel compare` directory)")
         print(report(analyse(out)))
         return 0
+    if args.resim:
+        return resim(args)
     disks = _list(args.disks, DISKS, "disks")
     workloads = _list(args.workloads, COMPARED, "workloads")
     elevators = _list(args.elevators, ELEVATORS, "elevators")
@@ -516,14 +633,8 @@ def run_compare(args) -> int:
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
             "reps": args.reps, "runtime": args.runtime, "load_before": testbed.host_load(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
-    # 1. the guest's own time per request, once, on a zero-latency disk
-    if args.overhead_us is not None:
-        meta["host"] = {el: {"device_us": args.overhead_us, "think_us": {}} for el in elevators}
-    else:
-        print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
-        zl = make_plan(disks[0], MEASURE, elevators, 1)
-        share = run_disk(repo, out, disks[0], zl, 8, zero_latency=True)
-        meta["host"] = measure_host(share)
+    # 1. the guest's own time per request
+    calibrate(repo, out, meta, args)
     # 2. the kernel on each emulated disk
     for disk in disks:
         plan = make_plan(disk, workloads, elevators, args.reps)
@@ -533,15 +644,70 @@ def run_compare(args) -> int:
               f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
         run_disk(repo, out, disk, plan, args.runtime)
     meta["load_after"] = testbed.host_load()
-    # 3. the simulator, same disks, workloads and durations
+    run_sim_side(out, meta)
+    print(report(analyse(out)))
+    return 0
+
+
+def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
+    """Fill ``meta["host_by_disk"]``: per compared disk and elevator, the
+    guest's own time per request (see :func:`measure_host`)."""
+    disks, elevators = meta["disks"], meta["elevators"]
+    meta["calibration"] = "given" if args.overhead_us is not None else args.calibrate
+    if args.overhead_us is not None:
+        host = {el: {"device_us": args.overhead_us, "think_us": {}} for el in elevators}
+        meta["host_by_disk"] = {d: host for d in disks}
+        return
+    meta["calibration_load"] = {}
+    if args.calibrate == "zero":
+        print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
+        meta["calibration_load"]["zero-latency"] = testbed.host_load()
+        share = run_disk(repo, out, disks[0], make_plan(disks[0], MEASURE, elevators, 1), 8, zero_latency=True)
+        host = measure_host(share)
+        meta["host_by_disk"] = {d: host for d in disks}
+        return
+    meta["host_by_disk"] = {}
+    for disk in disks:
+        print(f"iolab kernel compare: calibration on {disk} (the guest's own time per request); "
+              f"load {testbed.host_load()}", flush=True)
+        meta["calibration_load"][disk] = testbed.host_load()
+        share = run_disk(repo, out, disk, make_plan(disk, MEASURE, elevators, 1), 8,
+                         share_name=f"calibration-{disk}")
+        meta["host_by_disk"][disk] = measure_host(share)
+
+
+def host_of(meta: dict, disk: str) -> dict[str, dict]:
+    """The calibration that applies to ``disk`` (older directories hold one
+    zero-latency calibration for every disk under ``host``)."""
+    return meta.get("host_by_disk", {}).get(disk) or meta.get("host", {})
+
+
+def resim(args) -> int:
+    """Calibrate again and run the simulator side again over the kernel runs
+    of a finished comparison."""
+    out = Path(args.output)
+    if not (out / "meta.json").exists():
+        raise UserError(f"{out}: no meta.json (--resim needs a finished `iolab kernel compare` directory)")
+    meta = json.loads((out / "meta.json").read_text())
+    meta.pop("host", None)
+    calibrate(testbed.find_repo(args.repo), out, meta, args)
+    run_sim_side(out, meta)
+    print(report(analyse(out)))
+    return 0
+
+
+def run_sim_side(out: Path, meta: dict) -> None:
+    """The simulator on the same disks, workloads and durations; writes
+    ``sim/`` and ``meta.json``."""
+    disks, workloads, elevators = meta["disks"], meta["workloads"], meta["elevators"]
     (out / "sim").mkdir(exist_ok=True)
     notes: dict[str, str] = {}
     for disk in disks:
         for wl in workloads:
             runs = []
             for el in elevators:
-                spec, note = sim_spec(disk, WORKLOADS[wl], el, args.runtime, args.reps,
-                                      meta["host"].get(el))
+                spec, note = sim_spec(disk, WORKLOADS[wl], el, meta["runtime"], meta["reps"],
+                                      host_of(meta, disk).get(el))
                 if note:
                     notes[el] = note
                 (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")
@@ -549,5 +715,3 @@ def run_compare(args) -> int:
             (out / "sim" / f"{disk}-{wl}.json").write_text(json.dumps({"runs": runs}, indent=2) + "\n")
     meta["notes"] = notes
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    print(report(analyse(out)))
-    return 0
