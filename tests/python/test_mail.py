@@ -173,5 +173,16 @@ def test_bad_settings_are_one_line_errors(iolab, tmp_path: Path) -> None:
     r = iolab("mail", "serve", "--queue-dir", str(tmp_path / "q"), "--maildir", str(tmp_path / "m"),
               "--max-recipients", "0")
     assert r.returncode == 2 and "--max-recipients" in r.stderr
+    r = iolab("mail", "serve", "--queue-dir", str(tmp_path / "q"), "--maildir", str(tmp_path / "m"),
+              "--visibility-timeout", "nan")
+    assert r.returncode == 2 and "--visibility-timeout" in r.stderr and "Traceback" not in r.stderr
+    # Accepted by the command line, refused by the server's own check: the
+    # values reach the server.
+    r = iolab("mail", "serve", "--queue-dir", str(tmp_path / "q"), "--maildir", str(tmp_path / "m"),
+              "--visibility-timeout", "0.01")
+    assert r.returncode == 2 and "visibility_timeout" in r.stderr and "30 ms" in r.stderr, r.stderr
+    r = iolab("mail", "serve", "--queue-dir", str(tmp_path / "q"), "--maildir", str(tmp_path / "m"),
+              "--delivery-timeout", "100000")
+    assert r.returncode == 2 and "delivery_timeout" in r.stderr, r.stderr
     r = iolab("mail", "bench", "--systems", "sendmail")
     assert r.returncode == 2 and "sendmail" in r.stderr

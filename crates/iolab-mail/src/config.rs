@@ -102,11 +102,17 @@ pub struct ServerConfig {
     pub max_attempts: u32,
     /// Time allowed for one outbound SMTP command. Default 60 s.
     pub relay_timeout: Duration,
-    /// FastQueue: a message taken for delivery and neither acknowledged
-    /// nor given back within this time (its delivery task died or hangs)
-    /// is delivered again by another task. Default 600 s: ten relay
-    /// timeouts, so that a slow but live delivery is rarely duplicated.
+    /// A message taken for delivery and neither acknowledged nor given
+    /// back within this time is handed out again (both queues). A live
+    /// delivery renews it every third of it (`deliver.rs`), so only a
+    /// delivery whose task is gone or never runs lets it run out.
+    /// Default 120 s: two relay timeouts; renewals every 40 s.
     pub visibility_timeout: Duration,
+    /// Longest one delivery may take (connect, every SMTP command, or the
+    /// Maildir write); then it is cut and retried like a temporary failure.
+    /// Default 600 s: ten relay timeouts, enough for a message to 100
+    /// recipients on a slow but live next hop.
+    pub delivery_timeout: Duration,
     /// FastQueue segment size. Default 64 MiB.
     pub segment_size: u64,
     /// FastQueue batch timer. Default 1 ms.
@@ -139,7 +145,8 @@ impl ServerConfig {
             retry_max: Duration::from_secs(4000),
             max_attempts: 10,
             relay_timeout: Duration::from_secs(60),
-            visibility_timeout: Duration::from_secs(600),
+            visibility_timeout: Duration::from_secs(120),
+            delivery_timeout: Duration::from_secs(600),
             segment_size: 64 << 20,
             batch_delay: Duration::from_millis(1),
             filedir_split: 10,
@@ -184,10 +191,16 @@ impl ServerConfig {
             ("data_timeout", self.data_timeout),
             ("relay_timeout", self.relay_timeout),
             ("visibility_timeout", self.visibility_timeout),
+            ("delivery_timeout", self.delivery_timeout),
         ] {
             if d.is_zero() || d > Duration::from_secs(86_400) {
                 return bad(field, "must be above 0 and at most one day");
             }
+        }
+        // Renewed every third of it: below 30 ms the renewals would be
+        // most of the delivery tasks' work.
+        if self.visibility_timeout < Duration::from_millis(30) {
+            return bad("visibility_timeout", "must be at least 30 ms");
         }
         if self.filedir_split == 0 || self.filedir_split > 256 {
             return bad("filedir_split", "must be between 1 and 256");

@@ -31,7 +31,15 @@ pub struct Envelope {
 impl Envelope {
     /// Encodes the envelope followed by `message`.
     pub fn encode(&self, message: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(message.len() + 64 + 32 * self.rcpts.len());
+        self.encode_parts(&[message])
+    }
+
+    /// [`Envelope::encode`] of a message given in parts (the session's
+    /// `Received:` header and the text it received): one buffer, no copy
+    /// of the joined message first.
+    pub fn encode_parts(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut out = Vec::with_capacity(len + 64 + 32 * self.rcpts.len());
         out.extend_from_slice(MAGIC);
         push_line(&mut out, b'F', &self.from);
         for r in &self.rcpts {
@@ -42,7 +50,9 @@ impl Envelope {
             push_line(&mut out, b'A', &self.attempts.to_string());
         }
         out.push(b'\n');
-        out.extend_from_slice(message);
+        for p in parts {
+            out.extend_from_slice(p);
+        }
         out
     }
 
@@ -94,6 +104,7 @@ mod tests {
         let (back, msg) = Envelope::decode(&rec).unwrap();
         assert_eq!(back, env);
         assert_eq!(msg, b"Subject: x\r\n\r\nbody\r\n");
+        assert_eq!(env.encode_parts(&[b"Subject: x\r\n", b"", b"\r\nbody\r\n"]), rec);
         let dead = Envelope { bounce: Some("550 no\r\nsuch".into()), attempts: 3, ..env };
         let (back, _) = Envelope::decode(&dead.encode(b"m")).unwrap();
         assert_eq!(back.bounce.as_deref(), Some("550 no  such"));

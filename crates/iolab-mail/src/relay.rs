@@ -1,7 +1,10 @@
 //! Delivery over SMTP to one next hop, with `mail-send`. Each delivery
 //! task keeps its connection open across messages (as Postfix's smtp(8)
 //! does with connection caching) and sends `RSET` after a refused
-//! transaction.
+//! transaction. When the next hop offers `PIPELINING` (RFC 2920), `MAIL`,
+//! every `RCPT` and `DATA` go out in one write and their replies are read
+//! together, as Postfix's smtp(8) does: one round trip instead of
+//! 2 + recipients, and fewer wake-ups on both sides.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -63,14 +66,27 @@ pub(crate) struct Relay {
     timeout: Duration,
     helo: String,
     client: Option<SmtpClient<BufStream<TcpStream>>>,
+    /// Whether the cached connection's EHLO reply offered PIPELINING.
+    pipelining: bool,
+}
+
+/// A refused transaction, and whether its connection can be reused (not
+/// after a `354`: the server then waits for message text).
+struct Refused(mail_send::Error, bool);
+
+impl From<mail_send::Error> for Refused {
+    fn from(e: mail_send::Error) -> Refused {
+        let reusable = matches!(e, mail_send::Error::UnexpectedReply(_));
+        Refused(e, reusable)
+    }
 }
 
 impl Relay {
     pub(crate) fn new(addr: SocketAddr, timeout: Duration, helo: String) -> Relay {
-        Relay { addr, timeout, helo, client: None }
+        Relay { addr, timeout, helo, client: None, pipelining: false }
     }
 
-    async fn connect(&self) -> Result<SmtpClient<BufStream<TcpStream>>, Failure> {
+    async fn connect(&mut self) -> Result<SmtpClient<BufStream<TcpStream>>, Failure> {
         let mut c = connect(self.addr, self.timeout).await.map_err(classify)?;
         let greeting = tokio::time::timeout(self.timeout, c.read())
             .await
@@ -79,7 +95,8 @@ impl Relay {
         if !(200..300).contains(&greeting.code()) {
             return Err(classify(mail_send::Error::UnexpectedReply(greeting)));
         }
-        c.ehlo(&self.helo).await.map_err(classify)?;
+        let ehlo = c.ehlo(&self.helo).await.map_err(classify)?;
+        self.pipelining = ehlo.has_capability(smtp_proto::EXT_PIPELINING);
         Ok(c)
     }
 
@@ -92,27 +109,63 @@ impl Relay {
         };
         // mail-send ends the text with CRLF.CRLF itself.
         let text = message.strip_suffix(b"\r\n").unwrap_or(message);
-        let none = Parameters::default();
-        let result = async {
-            client.mail_from(&env.from, &none).await?;
-            for r in &env.rcpts {
-                client.rcpt_to(r, &none).await?;
-            }
-            client.data(text).await
-        }
-        .await;
+        let result = if self.pipelining {
+            pipelined(&mut client, env, text, self.timeout).await
+        } else {
+            one_by_one(&mut client, env, text).await
+        };
         match result {
-            Ok(_) => {
+            Ok(()) => {
                 self.client = Some(client);
                 Ok(())
             }
-            Err(e) => {
-                let keep = matches!(e, mail_send::Error::UnexpectedReply(_));
-                if keep && client.rset().await.is_ok() {
+            Err(Refused(e, reusable)) => {
+                if reusable && client.rset().await.is_ok() {
                     self.client = Some(client);
                 }
                 Err(classify(e))
             }
         }
     }
+}
+
+async fn one_by_one(client: &mut SmtpClient<BufStream<TcpStream>>, env: &Envelope, text: &[u8]) -> Result<(), Refused> {
+    let none = Parameters::default();
+    client.mail_from(&env.from, &none).await?;
+    for r in &env.rcpts {
+        client.rcpt_to(r, &none).await?;
+    }
+    client.data(text).await?;
+    Ok(())
+}
+
+/// RFC 2920: MAIL, the RCPTs and DATA in one write. Any refusal fails the
+/// message (as [`Relay::send`] says); if `DATA` was answered `354` all the
+/// same, the connection is dropped without sending the text, which the
+/// server must then discard (RFC 5321 section 4.1.1.4).
+async fn pipelined(client: &mut SmtpClient<BufStream<TcpStream>>, env: &Envelope, text: &[u8], timeout: Duration) -> Result<(), Refused> {
+    let mut cmds = Vec::with_capacity(env.rcpts.len() + 2);
+    cmds.push(format!("MAIL FROM:<{}>\r\n", env.from));
+    cmds.extend(env.rcpts.iter().map(|r| format!("RCPT TO:<{r}>\r\n")));
+    cmds.push("DATA\r\n".to_string());
+    let mut replies = client.cmds(&cmds).await?;
+    let data = replies.pop().ok_or(mail_send::Error::UnparseableReply)?;
+    let in_data = data.code() == 354;
+    if let Some(bad) = replies.into_iter().find(|r| !(200..300).contains(&r.code())) {
+        return Err(Refused(mail_send::Error::UnexpectedReply(bad), !in_data));
+    }
+    if !in_data {
+        return Err(Refused(mail_send::Error::UnexpectedReply(data), true));
+    }
+    let end = tokio::time::timeout(timeout, async {
+        client.write_message(text).await?;
+        client.read().await
+    })
+    .await
+    .map_err(|_| Refused(mail_send::Error::Timeout, false))?
+    .map_err(|e| Refused(e, false))?;
+    if !(200..300).contains(&end.code()) {
+        return Err(Refused(mail_send::Error::UnexpectedReply(end), true));
+    }
+    Ok(())
 }

@@ -20,6 +20,9 @@ use crate::envelope::Envelope;
 use crate::server::Shared;
 use crate::stats::Stats;
 
+/// Bytes reserved for a message's text when `DATA` starts.
+const BODY_RESERVE: usize = 4096;
+
 enum Mode {
     Command,
     /// Receiving message text.
@@ -115,6 +118,10 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
                         let req = req.into_owned();
                         if s.command(req) {
                             s.body.clear();
+                            // Most mail is a few kB (the paper: 85% under
+                            // 8 kB): one allocation instead of a doubling
+                            // series from 8 bytes up.
+                            s.body.reserve(BODY_RESERVE);
                             mode = Mode::Data(DataReceiver::new());
                         }
                     }
@@ -124,7 +131,9 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
             }
         }
     }
-    let _ = stream.shutdown().await;
+    // Dropping the stream closes it (FIN); a shutdown() first would only
+    // cost a syscall, which fails (ENOTCONN) when the client closed first,
+    // as smtp-source does after QUIT.
 }
 
 async fn write_out(stream: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result<()> {
@@ -278,11 +287,8 @@ impl Session {
             if self.esmtp { "ESMTP" } else { "SMTP" },
             chrono::Utc::now().to_rfc2822(),
         );
-        let body = std::mem::take(&mut self.body);
-        let mut message = Vec::with_capacity(received.len() + body.len());
-        message.extend_from_slice(received.as_bytes());
-        message.extend_from_slice(&body);
-        let record = env.encode(&message);
+        let record = env.encode_parts(&[received.as_bytes(), &self.body]);
+        self.body = Vec::new();
         let handed = Instant::now();
         let stored = match &self.sh.committer {
             Some(c) => c.commit(record).await.ok_or(()),

@@ -21,6 +21,9 @@ pub struct Stats {
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
     pub(crate) delivery_syncs: AtomicU64,
+    pub(crate) delivery_panics: AtomicU64,
+    pub(crate) delivery_timeouts: AtomicU64,
+    pub(crate) visibility_renewals: AtomicU64,
     /// Time from the end of `DATA` to the `250` (the queue's commit).
     pub(crate) commit: Latency,
     /// The commit's parts: waiting for a thread to run the enqueue on,
@@ -66,6 +69,9 @@ impl Default for Stats {
             retried: AtomicU64::new(0),
             dead: AtomicU64::new(0),
             delivery_syncs: AtomicU64::new(0),
+            delivery_panics: AtomicU64::new(0),
+            delivery_timeouts: AtomicU64::new(0),
+            visibility_renewals: AtomicU64::new(0),
             commit: Latency::default(),
             commit_thread_wait: Latency::default(),
             commit_enqueue: Latency::default(),
@@ -99,6 +105,13 @@ pub struct StatsSnapshot {
     pub queue_syncs: u64,
     /// Maildir `fsync`s (file and directory).
     pub delivery_syncs: u64,
+    /// Delivery tasks that panicked (their message was retried, the task
+    /// replaced).
+    pub delivery_panics: u64,
+    /// Deliveries cut after `delivery_timeout` (and retried).
+    pub delivery_timeouts: u64,
+    /// Visibility deadlines renewed by deliveries still running.
+    pub visibility_renewals: u64,
     /// Bytes the queue wrote (its own count).
     pub queue_bytes_written: u64,
     /// The queue's recent `fdatasync` latency (p50, p99), ms (FastQueue only).
@@ -138,6 +151,9 @@ impl Stats {
             queued,
             queue_syncs: io.syncs,
             delivery_syncs: get(&self.delivery_syncs),
+            delivery_panics: get(&self.delivery_panics),
+            delivery_timeouts: get(&self.delivery_timeouts),
+            visibility_renewals: get(&self.visibility_renewals),
             queue_bytes_written: io.bytes_written,
             queue_sync_ms: io.sync_ms,
             commit_ms_p50,

@@ -3,7 +3,7 @@
 //! server and the two runs differ only in the queue. Both calls are
 //! blocking; the server runs them on tokio's blocking threads.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -48,8 +48,15 @@ pub trait MailQueue: Send + Sync {
     fn group_commit(&self) -> Option<Arc<FastQueue>> {
         None
     }
-    /// Takes up to `max` records, waiting up to `wait` for the first.
+    /// Takes up to `max` records, waiting up to `wait` for the first. Each
+    /// is in flight until acknowledged or retried, or until its visibility
+    /// timeout (`ServerConfig::visibility_timeout`) runs out: then it is
+    /// handed out again, counted as a failed attempt.
     fn take(&self, max: usize, wait: Duration) -> Result<Vec<Taken>>;
+    /// A delivery of `id` is still running: its visibility deadline becomes
+    /// now + the visibility timeout. False if the record is no longer this
+    /// delivery's (its deadline passed, or another delivery finished it).
+    fn renew(&self, id: u64) -> Result<bool>;
     /// Deletes delivered records; returns once that is durable.
     fn ack(&self, ids: &[u64]) -> Result<()>;
     /// Gives a record back, to be taken again after `delay`, with its
@@ -73,7 +80,7 @@ pub trait MailQueue: Send + Sync {
 pub fn open(cfg: &ServerConfig, dir: &Path, busy: bool) -> Result<Box<dyn MailQueue>> {
     Ok(match cfg.queue {
         QueueChoice::Fast => Box::new(FastStore::open(dir, cfg, busy)?),
-        QueueChoice::FileDir => Box::new(FileStore::open(dir, cfg.filedir_split)?),
+        QueueChoice::FileDir => Box::new(FileStore::open(dir, cfg.filedir_split, cfg.visibility_timeout)?),
     })
 }
 
@@ -121,6 +128,13 @@ impl MailQueue for FastStore {
         let got = self.q.dequeue_batch_with_visibility(max, Some(wait), Some(self.visibility))?;
         Ok(got.into_iter().map(|m| Taken { id: m.id, record: m.payload, attempts: m.attempts }).collect())
     }
+    fn renew(&self, id: u64) -> Result<bool> {
+        match self.q.extend_visibility(id, self.visibility) {
+            Ok(()) => Ok(true),
+            Err(fastqueue::Error::NotInFlight { .. } | fastqueue::Error::UnknownId { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
     fn ack(&self, ids: &[u64]) -> Result<()> {
         match self.q.ack_many(ids) {
             Ok(()) => Ok(()),
@@ -159,11 +173,16 @@ impl MailQueue for FastStore {
 /// The file-per-message baseline as a mail queue. The baseline has no
 /// delayed retry and keeps attempt counts in memory only, so a retried id
 /// waits here, in memory, until it is due (after a restart it is simply
-/// ready again: the file is still there).
+/// ready again: the file is still there). Visibility timeouts are kept here
+/// too, in memory, with FastQueue's semantics (a lapsed delivery is handed
+/// out again and counts as an attempt; a late acknowledgement still counts),
+/// so that the two servers differ only in how the queue stores messages.
 pub struct FileStore {
     q: FilePerMessageQueue,
+    visibility: Duration,
     /// (due, id) of records waiting for their retry.
     delayed: Mutex<BTreeSet<(Instant, u64)>>,
+    leases: Mutex<Leases>,
     /// Signalled by enqueue, so that `take` need not poll.
     arrived: Condvar,
     arrivals: Mutex<u64>,
@@ -171,12 +190,36 @@ pub struct FileStore {
     bytes: AtomicU64,
 }
 
+/// Deliveries in flight and their visibility deadlines.
+#[derive(Default)]
+struct Leases {
+    due: BTreeSet<(Instant, u64)>,
+    of: HashMap<u64, Instant>,
+    /// Acknowledged after their deadline, when the record was already back
+    /// in the baseline's ready list: the file is deleted when the list
+    /// hands it out next (the baseline cannot take an id out of the list;
+    /// deleting the file first would make that read fail).
+    acked_late: HashSet<u64>,
+}
+
+impl Leases {
+    fn end(&mut self, id: u64) -> bool {
+        match self.of.remove(&id) {
+            Some(due) => self.due.remove(&(due, id)),
+            None => false,
+        }
+    }
+}
+
 impl FileStore {
-    /// Opens (or creates) the queue in `dir` with `split` hashed directories.
-    pub fn open(dir: &Path, split: u64) -> Result<FileStore> {
+    /// Opens (or creates) the queue in `dir` with `split` hashed
+    /// directories; deliveries get `visibility` to finish or renew.
+    pub fn open(dir: &Path, split: u64, visibility: Duration) -> Result<FileStore> {
         Ok(FileStore {
             q: FilePerMessageQueue::open_split(dir, split)?,
+            visibility,
             delayed: Mutex::new(BTreeSet::new()),
+            leases: Mutex::new(Leases::default()),
             arrived: Condvar::new(),
             arrivals: Mutex::new(0),
             syncs: AtomicU64::new(0),
@@ -184,17 +227,41 @@ impl FileStore {
         })
     }
 
+    /// Puts due retries and lapsed deliveries back in the ready list;
+    /// returns when the next of either is due.
     fn release_due(&self) -> Result<Option<Instant>> {
         let now = Instant::now();
-        let mut delayed = self.delayed.lock().unwrap();
-        while let Some(&(due, id)) = delayed.first() {
-            if due > now {
-                return Ok(Some(due));
+        let mut next = None;
+        {
+            let mut delayed = self.delayed.lock().unwrap();
+            while let Some(&(due, id)) = delayed.first() {
+                if due > now {
+                    next = Some(due);
+                    break;
+                }
+                delayed.pop_first();
+                give_back(&self.q, id)?;
             }
-            delayed.pop_first();
-            self.q.nack(id)?;
         }
-        Ok(None)
+        let mut leases = self.leases.lock().unwrap();
+        while let Some(&(due, id)) = leases.due.first() {
+            if due > now {
+                next = Some(next.map_or(due, |n: Instant| n.min(due)));
+                break;
+            }
+            leases.end(id);
+            give_back(&self.q, id)?;
+        }
+        Ok(next)
+    }
+}
+
+/// The baseline's `nack` (ready again, one attempt more); an id whose file
+/// is gone was acknowledged meanwhile.
+fn give_back(q: &FilePerMessageQueue, id: u64) -> Result<()> {
+    match q.nack(id) {
+        Ok(()) | Err(fastqueue::Error::UnknownId { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -215,12 +282,32 @@ impl MailQueue for FileStore {
             let next_due = self.release_due()?;
             let seen = *self.arrivals.lock().unwrap();
             let got = self.q.dequeue_batch(max)?;
-            if !got.is_empty() {
-                return Ok(got.into_iter().map(|m| Taken { id: m.id, record: m.payload, attempts: m.attempts }).collect());
+            let had = !got.is_empty();
+            let mut out = Vec::with_capacity(got.len());
+            {
+                let mut leases = self.leases.lock().unwrap();
+                let due = Instant::now() + self.visibility;
+                for m in got {
+                    if leases.acked_late.remove(&m.id) {
+                        match self.q.ack(m.id) {
+                            Ok(()) | Err(fastqueue::Error::UnknownId { .. }) => continue,
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    leases.of.insert(m.id, due);
+                    leases.due.insert((due, m.id));
+                    out.push(Taken { id: m.id, record: m.payload, attempts: m.attempts });
+                }
+            }
+            if !out.is_empty() {
+                return Ok(out);
             }
             let now = Instant::now();
             if now >= deadline {
                 return Ok(Vec::new());
+            }
+            if had {
+                continue;
             }
             let until = next_due.map_or(deadline, |d| d.min(deadline));
             let guard = self.arrivals.lock().unwrap();
@@ -229,18 +316,50 @@ impl MailQueue for FileStore {
             }
         }
     }
+    fn renew(&self, id: u64) -> Result<bool> {
+        let mut leases = self.leases.lock().unwrap();
+        if !leases.end(id) {
+            return Ok(false);
+        }
+        let due = Instant::now() + self.visibility;
+        leases.of.insert(id, due);
+        leases.due.insert((due, id));
+        Ok(true)
+    }
     fn ack(&self, ids: &[u64]) -> Result<()> {
         for &id in ids {
-            self.q.ack(id)?;
+            let mine = {
+                let mut leases = self.leases.lock().unwrap();
+                let mine = leases.end(id);
+                if !mine {
+                    // Back in the ready list (or retry wait) after its
+                    // deadline, or finished by another delivery: delete it
+                    // when it comes out (see `Leases::acked_late`). An id
+                    // already deleted stays in that set, a few bytes, until
+                    // the server stops.
+                    leases.acked_late.insert(id);
+                }
+                mine
+            };
+            if mine {
+                match self.q.ack(id) {
+                    Ok(()) | Err(fastqueue::Error::UnknownId { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
         Ok(())
     }
     fn retry(&self, id: u64, delay: Duration) -> Result<()> {
-        self.delayed.lock().unwrap().insert((Instant::now() + delay, id));
+        // Only a delivery still holding the record gives it back: after its
+        // deadline the record was handed out again already.
+        if self.leases.lock().unwrap().end(id) {
+            self.delayed.lock().unwrap().insert((Instant::now() + delay, id));
+        }
         Ok(())
     }
     fn len(&self) -> usize {
-        self.q.len() + self.delayed.lock().unwrap().len()
+        self.q.len() + self.delayed.lock().unwrap().len() + self.leases.lock().unwrap().of.len()
     }
     fn io(&self) -> QueueIo {
         QueueIo { syncs: self.syncs.load(Ordering::Relaxed), bytes_written: self.bytes.load(Ordering::Relaxed), sync_ms: (0.0, 0.0) }
@@ -311,6 +430,64 @@ mod tests {
             let got = q.take(10, Duration::from_millis(10)).unwrap();
             assert_eq!(got.len(), 1, "{choice:?}");
             assert_eq!(got[0].record, b"keep");
+        }
+    }
+
+    /// Both queues, same visibility semantics: a renewed delivery keeps its
+    /// record; a lapsed one is handed out again with one attempt more; the
+    /// late acknowledgement of the first delivery still deletes it.
+    #[test]
+    fn both_queues_have_the_same_visibility_timeouts() {
+        for choice in [QueueChoice::Fast, QueueChoice::FileDir] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut c = cfg(choice, tmp.path());
+            c.visibility_timeout = Duration::from_millis(300);
+            let q = open(&c, &tmp.path().join("q"), true).unwrap();
+            let a = q.enqueue(b"slow").unwrap();
+            assert_eq!(q.take(10, Duration::from_millis(10)).unwrap().len(), 1);
+            for _ in 0..4 {
+                std::thread::sleep(Duration::from_millis(150));
+                assert!(q.renew(a).unwrap(), "{choice:?}: still this delivery's");
+            }
+            assert!(q.take(10, Duration::from_millis(50)).unwrap().is_empty(), "{choice:?}: renewed, not handed out");
+            // No renewal: handed out again after the deadline.
+            let again = q.take(10, Duration::from_secs(2)).unwrap();
+            assert_eq!(again.len(), 1, "{choice:?}");
+            assert_eq!((again[0].id, again[0].attempts), (a, 1), "{choice:?}: the lapse counts as an attempt");
+            // The first delivery finishes late: its acknowledgement counts,
+            // the second delivery's finds nothing left to do.
+            q.ack(&[a]).unwrap();
+            q.ack(&[a]).unwrap();
+            assert!(q.take(10, Duration::from_millis(500)).unwrap().is_empty(), "{choice:?}");
+            assert!(q.is_empty(), "{choice:?}: {} left", q.len());
+            q.close().unwrap();
+        }
+    }
+
+    /// A lapsed record acknowledged late while it waits in the ready list
+    /// is not delivered a third time.
+    #[test]
+    fn a_late_acknowledgement_of_a_waiting_record_deletes_it() {
+        for choice in [QueueChoice::Fast, QueueChoice::FileDir] {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut c = cfg(choice, tmp.path());
+            c.visibility_timeout = Duration::from_millis(100);
+            let q = open(&c, &tmp.path().join("q"), true).unwrap();
+            let a = q.enqueue(b"late").unwrap();
+            let b = q.enqueue(b"other").unwrap();
+            assert_eq!(q.take(1, Duration::from_millis(10)).unwrap()[0].id, a);
+            std::thread::sleep(Duration::from_millis(250));
+            // Lapsed; its return to the ready list happens in this take
+            // (filedir puts it behind b, so this takes b).
+            let first: Vec<u64> = q.take(1, Duration::from_millis(10)).unwrap().into_iter().map(|t| t.id).collect();
+            q.ack(&[a]).unwrap();
+            let rest: Vec<u64> = q.take(10, Duration::from_millis(50)).unwrap().into_iter().map(|t| t.id).collect();
+            assert!(!rest.contains(&a), "{choice:?}: acknowledged, not handed out again: {rest:?}");
+            let mut others: Vec<u64> = first.into_iter().chain(rest).collect();
+            others.retain(|&id| id != a);
+            assert_eq!(others, vec![b], "{choice:?}");
+            q.ack(&[b]).unwrap();
+            assert!(q.is_empty(), "{choice:?}: {} left", q.len());
         }
     }
 }

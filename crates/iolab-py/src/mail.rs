@@ -44,7 +44,7 @@ impl PyMailServer {
         max_message_bytes=None, max_recipients=None, max_line_bytes=None, max_connections=None,
         command_timeout=None, data_timeout=None, drain_timeout=None, delivery_concurrency=None,
         delivery_batch=None, max_in_flight=None, retry_base=None, retry_max=None, max_attempts=None,
-        segment_size=None, batch_delay=None))]
+        segment_size=None, batch_delay=None, visibility_timeout=None, delivery_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -69,6 +69,8 @@ impl PyMailServer {
         max_attempts: Option<u32>,
         segment_size: Option<u64>,
         batch_delay: Option<f64>,
+        visibility_timeout: Option<f64>,
+        delivery_timeout: Option<f64>,
     ) -> PyResult<Self> {
         let delivery = match (maildir, relay) {
             (Some(m), None) => Delivery::Maildir(m),
@@ -105,6 +107,8 @@ impl PyMailServer {
         set!(max_attempts);
         set!(segment_size);
         set!(batch_delay, secs);
+        set!(visibility_timeout, secs);
+        set!(delivery_timeout, secs);
         let inner = py.allow_threads(|| MailServer::start(c)).map_err(to_py)?;
         Ok(PyMailServer { inner })
     }

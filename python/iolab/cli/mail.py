@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--retry-base", type=float, help="first retry delay in seconds, doubled each time (default 60)")
     s.add_argument("--retry-max", type=float, help="longest retry delay in seconds (default 4000)")
     s.add_argument("--max-attempts", type=int, help="attempts before the dead-letter queue (default 10)")
+    s.add_argument("--visibility-timeout", type=float,
+                   help="seconds a taken message may go unrenewed before it is handed out again (default 120)")
+    s.add_argument("--delivery-timeout", type=float,
+                   help="seconds one delivery may take before it is cut and retried (default 600)")
     s.add_argument("--stats", help="write the final counters to this JSON file")
     s.set_defaults(func=cmd_serve)
 
@@ -58,7 +62,8 @@ def server_from_args(args: argparse.Namespace) -> Any:
         command_timeout=args.idle_timeout, data_timeout=args.data_timeout,
         drain_timeout=args.drain_timeout, delivery_concurrency=args.delivery_concurrency,
         max_in_flight=args.max_in_flight, retry_base=args.retry_base, retry_max=args.retry_max,
-        max_attempts=args.max_attempts,
+        max_attempts=args.max_attempts, visibility_timeout=args.visibility_timeout,
+        delivery_timeout=args.delivery_timeout,
     )
 
 
@@ -68,7 +73,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         v = getattr(args, name)
         if v is not None and not 0 < v < 2**32:
             raise UserError(f"--{name.replace('_', '-')}: expected 1 to {2**32 - 1}, got {v}")
-    for name in ("idle_timeout", "data_timeout", "drain_timeout", "retry_base", "retry_max"):
+    for name in ("idle_timeout", "data_timeout", "drain_timeout", "retry_base", "retry_max",
+                 "visibility_timeout", "delivery_timeout"):
         v = getattr(args, name)
         if v is not None and not (math.isfinite(v) and 0 < v <= 1e6):
             raise UserError(f"--{name.replace('_', '-')} {v:g}: expected seconds above 0 and at most 1e6")

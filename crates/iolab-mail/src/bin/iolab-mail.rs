@@ -52,6 +52,13 @@ struct ServeArgs {
     max_attempts: Option<u32>,
     #[arg(long)]
     segment_mib: Option<u64>,
+    /// A taken message not finished or renewed in this time is handed out
+    /// again (ServerConfig::visibility_timeout).
+    #[arg(long)]
+    visibility_timeout_ms: Option<u64>,
+    /// Longest one delivery may take before it is cut and retried.
+    #[arg(long)]
+    delivery_timeout_ms: Option<u64>,
 }
 
 fn config(a: ServeArgs) -> Result<ServerConfig, String> {
@@ -74,6 +81,12 @@ fn config(a: ServeArgs) -> Result<ServerConfig, String> {
     }
     if let Some(v) = a.max_attempts {
         c.max_attempts = v;
+    }
+    if let Some(v) = a.visibility_timeout_ms {
+        c.visibility_timeout = Duration::from_millis(v);
+    }
+    if let Some(v) = a.delivery_timeout_ms {
+        c.delivery_timeout = Duration::from_millis(v);
     }
     if let Some(v) = a.segment_mib {
         c.segment_size = v << 20;
