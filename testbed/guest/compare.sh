@@ -7,6 +7,8 @@
 # emulator's request log can be cut into runs.
 dev=vda
 load virtio_blk queue_depth=1 num_request_queues=1
+load bfq
+load kyber-iosched
 load /share/as-iosched.ko || { fail "insmod as-iosched.ko"; return 1; }
 mkdir -p /share/runs
 marker=$(awk '$1 == "marker_sector" { print $2 }' /share/disk.conf)

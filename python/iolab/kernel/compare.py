@@ -39,7 +39,7 @@ from iolab.kernel import testbed
 from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 
 DISKS = ["hp97560", "modern7200"]
-ELEVATORS = ["none", "mq-deadline", "anticipatory", "wpcas"]
+ELEVATORS = ["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"]
 MARGIN = 0.05
 # The workloads compared ((a), (b), (c) of docs/kernel.md); the zl* ones
 # measure the guest on a zero-latency disk.
@@ -246,6 +246,80 @@ def tost(a: list[float], b: list[float], margin: float = MARGIN) -> float:
     return float(max(lo, hi))
 
 
+def welch_p(a: list[float], b: list[float]) -> float:
+    """Two-sided Welch test p-value (NaN for fewer than two values a side)."""
+    from scipy import stats
+
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = stats.ttest_ind(a, b, equal_var=False).pvalue
+    return float(p) if not math.isnan(p) else (0.0 if sum(a) / len(a) != sum(b) / len(b) else 1.0)
+
+
+def holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (NaN stays NaN)."""
+    order = sorted((p, i) for i, p in enumerate(ps) if not math.isnan(p))
+    out = [math.nan] * len(ps)
+    running = 0.0
+    for rank, (p, i) in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p))
+        out[i] = running
+    return out
+
+
+# The built-in elevators of Linux 6.1 (issue 13 asks for their ranking), and
+# every elevator of the run.
+BUILTIN = ["none", "mq-deadline", "bfq", "kyber"]
+
+
+def ranking_sets(elevators: list[str]) -> dict[str, list[str]]:
+    sets = {}
+    builtin = [e for e in elevators if e in BUILTIN]
+    if len(builtin) >= 2:
+        sets["6.1 built-in"] = builtin
+    if len(elevators) > len(builtin) and len(elevators) >= 2:
+        sets["all"] = list(elevators)
+    return sets
+
+
+def rankings(rows: list[dict], elevators: list[str]) -> list[dict]:
+    """Per disk and workload: the elevators ordered by the kernel's mean
+    throughput and by the simulator's, and for every pair the kernel tells
+    apart (Welch, Holm-corrected over the workload's pairs, p < 0.05)
+    whether the simulator orders it the same way. Pairs the kernel cannot
+    tell apart are not counted either way: their order is noise."""
+    out = []
+    groups: dict[tuple[str, str], dict[str, dict]] = {}
+    for r in rows:
+        if r["elevator"] in elevators:
+            groups.setdefault((r["disk"], r["workload"]), {})[r["elevator"]] = r
+    for (disk, wl), by_el in groups.items():
+        els = [e for e in elevators if e in by_el]
+        km = {e: by_el[e]["kernel_mb_s"][0] for e in els}
+        sm = {e: by_el[e]["sim_mb_s"][0] for e in els}
+        pairs = [(a, b) for i, a in enumerate(els) for b in els[i + 1:]]
+        kp = holm([welch_p(by_el[a]["kernel_runs_mb_s"], by_el[b]["kernel_runs_mb_s"]) for a, b in pairs])
+        sp = holm([welch_p(by_el[a]["sim_runs_mb_s"], by_el[b]["sim_runs_mb_s"]) for a, b in pairs])
+        separated, alike, unlike = [], [], []
+        for (a, b), p, q in zip(pairs, kp, sp):
+            if math.isnan(p) or p >= 0.05:
+                continue
+            hi, lo = (a, b) if km[a] > km[b] else (b, a)
+            separated.append((hi, lo))
+            if sm[hi] > sm[lo]:
+                alike.append((hi, lo))
+            else:
+                unlike.append((hi, lo, "tie" if not q < 0.05 else "reversed"))
+        korder = sorted(els, key=lambda e: -km[e] if not math.isnan(km[e]) else math.inf)
+        sorder = sorted(els, key=lambda e: -sm[e] if not math.isnan(sm[e]) else math.inf)
+        out.append({"disk": disk, "workload": wl, "kernel_order": korder, "sim_order": sorder,
+                    "same_order": korder == sorder, "separated": separated, "alike": alike,
+                    "unlike": unlike})
+    return out
+
+
 # ---------------------------------------------------------------- emulator log
 
 
@@ -336,7 +410,8 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
     """The simulator's scheduler for a kernel elevator, and a note when it
     stands in for one the simulator lacks."""
     wanted = {"none": ["none", "noop"], "mq-deadline": ["mq-deadline", "deadline"],
-              "anticipatory": ["as"], "wpcas": ["wpcas"]}[elevator]
+              "bfq": ["bfq"], "kyber": ["kyber"], "anticipatory": ["as"],
+              "wpcas": ["wpcas"]}[elevator]
     for i, name in enumerate(wanted):
         if name in known:
             note = "" if i == 0 else f"the simulator has no {wanted[0]}: {name} stands in"
@@ -431,6 +506,7 @@ def analyse(out: Path) -> dict:
                 rows.append({
                     "disk": disk, "workload": wl, "elevator": el,
                     "kernel_mb_s": [km, kh], "sim_mb_s": [sm, sh],
+                    "kernel_runs_mb_s": list(k.throughput), "sim_runs_mb_s": list(s.throughput),
                     "diff": (sm - km) / km if km else math.nan,
                     "tost_p": tost(k.throughput, s.throughput),
                     "kernel_p50_ms": mean_ci(k.p50)[0], "sim_p50_ms": mean_ci(s.p50)[0],
@@ -446,7 +522,9 @@ def analyse(out: Path) -> dict:
                     },
                     "note": meta.get("notes", {}).get(el, ""),
                 })
-    result = {"meta": meta, "rows": rows}
+    result = {"meta": meta, "rows": rows,
+              "rankings": {name: {"elevators": els, "groups": rankings(rows, els)}
+                           for name, els in ranking_sets(meta["elevators"]).items()}}
     (out / "compare.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
     (out / "report.md").write_text(report(result))
     return result
@@ -491,6 +569,23 @@ def report(result: dict) -> str:
             f"{_fmt(*r['kernel_mb_s'])} | {_fmt(*r['sim_mb_s'])} | {r['diff'] * 100:+.1f}% | {eq} | "
             f"{r['kernel_p50_ms']:.1f}/{r['sim_p50_ms']:.1f} | {r['kernel_p99_ms']:.0f}/{r['sim_p99_ms']:.0f} | "
             f"{ka} | {sa} | {util} | {seek} |")
+    for name, rk in result.get("rankings", {}).items():
+        ranks = rk["groups"]
+        lines += [
+            "",
+            f"Ranking by throughput ({name}: {', '.join(rk['elevators'])}); "
+            "`told apart`: pairs whose kernel throughputs differ (Welch, Holm over the workload's "
+            "pairs, p < 0.05), and how many of them the simulator orders the same way:",
+            "",
+            "| disk | workload | kernel order | simulator order | same order | told apart: same / all | other |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for g in ranks:
+            other = "; ".join(f"{hi} > {lo}: sim {how}" for hi, lo, how in g["unlike"]) or "-"
+            lines.append(
+                f"| {g['disk']} | {g['workload']} | {' > '.join(g['kernel_order'])} | "
+                f"{' > '.join(g['sim_order'])} | {'yes' if g['same_order'] else 'no'} | "
+                f"{len(g['alike'])} / {len(g['separated'])} | {other} |")
     notes = {r["elevator"]: r["note"] for r in result["rows"] if r["note"]}
     for el, n in notes.items():
         lines.append(f"\n\\* {el}: {n}.")

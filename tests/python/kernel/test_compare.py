@@ -84,3 +84,48 @@ def test_report_of_a_directory_without_meta_is_one_clear_error(tmp_path):
         report = str(tmp_path)
     with pytest.raises(UserError, match="meta.json"):
         compare.run_compare(A())
+
+
+def test_simulator_has_a_counterpart_for_every_6_1_elevator():
+    known = compare.sim_scheduler_names()
+    for el in compare.ELEVATORS:
+        name, note = compare.sim_counterpart(el, known)
+        assert note == "", (el, name, note)
+
+
+def test_holm_adjusts_step_down_and_keeps_nan():
+    adj = compare.holm([0.01, 0.04, math.nan, 0.03])
+    # sorted 0.01, 0.03, 0.04 -> 3*0.01, max(0.03, 2*0.03), max(0.06, 1*0.04)
+    assert adj[0] == pytest.approx(0.03)
+    assert adj[3] == pytest.approx(0.06)
+    assert adj[1] == pytest.approx(0.06)
+    assert math.isnan(adj[2])
+
+
+def _row(el, kernel, sim):
+    k = sum(kernel) / len(kernel)
+    s = sum(sim) / len(sim)
+    return {"disk": "d", "workload": "w", "elevator": el, "kernel_mb_s": [k, 0.0], "sim_mb_s": [s, 0.0],
+            "kernel_runs_mb_s": kernel, "sim_runs_mb_s": sim}
+
+
+def test_rankings_count_only_pairs_the_kernel_tells_apart():
+    rows = [
+        _row("none", [1.00, 1.01, 0.99], [1.20, 1.21, 1.19]),
+        _row("bfq", [2.00, 2.02, 1.98], [1.10, 1.11, 1.09]),   # kernel: bfq >> none; sim: reversed
+        _row("kyber", [1.00, 1.30, 0.70], [1.00, 1.00, 1.00]),  # too noisy to tell from none
+    ]
+    (g,) = compare.rankings(rows, ["none", "bfq", "kyber"])
+    assert g["kernel_order"] == ["bfq", "none", "kyber"] or g["kernel_order"][0] == "bfq"
+    assert g["sim_order"] == ["none", "bfq", "kyber"]
+    assert not g["same_order"]
+    assert ("bfq", "none") in g["separated"]
+    assert ("bfq", "none", "reversed") in g["unlike"]
+    assert all("kyber" not in pair or pair == ("bfq", "kyber") for pair in g["separated"])
+
+
+def test_ranking_sets_split_builtin_from_all():
+    sets = compare.ranking_sets(["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"])
+    assert sets["6.1 built-in"] == ["none", "mq-deadline", "bfq", "kyber"]
+    assert len(sets["all"]) == 6
+    assert list(compare.ranking_sets(["anticipatory", "wpcas"])) == ["all"]
