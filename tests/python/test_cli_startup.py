@@ -38,6 +38,8 @@ FULL_PATHS = _paths(cli.build_parser(full=True))
 
 
 def test_every_module_is_listed_with_the_commands_and_help_it_registers():
+    missing = [m for m in cli.SUBCOMMANDS if m not in cli.COMMANDS]
+    assert not missing, f"add the commands of {missing} and their help to COMMANDS in iolab/cli/__init__.py"
     assert list(cli.COMMANDS) == cli.SUBCOMMANDS
     full = cli.build_parser(full=True)
     action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
