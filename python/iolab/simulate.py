@@ -2,16 +2,18 @@
 and collect a deterministic result document.
 
 Each job (one scheduler configuration on one seed) runs in the native core
-with the GIL released, so a thread pool spreads jobs over all cores. The
+with the GIL released, so a few threads spread jobs over all cores (a small
+pool of our own: concurrent.futures would add its import, logging with it,
+to every command's start-up). The
 result document depends only on the spec and the seeds: jobs are sorted
 back into spec order, and nothing time- or machine-dependent is recorded.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 import os
+import queue
 import signal
 import tempfile
 import threading
@@ -198,43 +200,100 @@ def run_experiments(
     errors: list[str] = []
     finished_requests = 0
     stop = threading.Event()
-    with _sigint_sets(stop), cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="iolab-sim") as pool:
-        futures = {
-            pool.submit(exps[k].run_job, sched, seed, controls[i]): i for i, (k, sched, seed) in enumerate(jobs)
-        }
-        pending = set(futures)
+    calls = [(lambda k=k, s=sched, d=seed, c=c: exps[k].run_job(s, d, c))
+             for (k, sched, seed), c in zip(jobs, controls)]
+    with _sigint_sets(stop), _Pool(calls, workers, cancel=lambda: [c.cancel() for c in controls]) as pool:
+        pending = set(range(len(jobs)))
         while pending and not stop.is_set() and not errors:
-            done, pending = cf.wait(pending, timeout=0.2)
-            for f in done:
-                i = futures[f]
-                try:
-                    run = stores[jobs[i][0]].add(i, f.result())
+            for i, text, error in pool.finished(timeout=0.2):
+                pending.discard(i)
+                if error is None:
+                    run = stores[jobs[i][0]].add(i, text)
                     finished_requests += run["requests"]["completed"]
                     done_jobs += 1
-                except KeyboardInterrupt:
+                elif isinstance(error, KeyboardInterrupt):
                     stop.set()
-                except ValueError as e:
-                    errors.append(str(e))
+                elif isinstance(error, ValueError):
+                    errors.append(str(error))
+                else:
+                    raise error
             if on_progress:
-                running = sum(controls[futures[f]].completed for f in pending)
+                running = sum(controls[i].completed for i in pending)
                 on_progress(done_jobs, len(jobs), finished_requests + running)
         interrupted = stop.is_set()
         if pending:
-            # Ctrl-C or an error: stop the running jobs, drop the queued ones,
+            # Ctrl-C or an error: start no more jobs, stop the running ones,
             # keep whatever finished meanwhile.
+            pool.close()
             for c in controls:
                 c.cancel()
-            for f in pending:
-                f.cancel()
-            for f in pending:
-                try:
-                    i = futures[f]
-                    stores[jobs[i][0]].add(i, f.result())
-                except (KeyboardInterrupt, ValueError, cf.CancelledError):
-                    pass
+            pool.join()
+            for i, text, error in pool.finished(timeout=0):
+                if error is None:
+                    stores[jobs[i][0]].add(i, text)
+                elif not isinstance(error, (KeyboardInterrupt, ValueError)):
+                    raise error
     if errors:
         raise UserError(errors[0])
     return [Outcome(exp, store, interrupted) for exp, store in zip(exps, stores)]
+
+
+class _Pool:
+    """``calls`` run on ``workers`` threads, in order; each result comes back
+    as ``(index, value, None)`` or ``(index, None, exception)``. Leaving it
+    by an exception calls ``cancel`` (which stops the running calls) and
+    waits for them."""
+
+    def __init__(self, calls: Sequence[Callable[[], str]], workers: int, cancel: Callable[[], Any]) -> None:
+        self._cancel = cancel
+        self._todo = iter(enumerate(calls))
+        self._lock = threading.Lock()
+        self._closed = False
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"iolab-sim-{n}", daemon=True)
+                         for n in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                item = None if self._closed else next(self._todo, None)
+            if item is None:
+                return
+            i, call = item
+            try:
+                self._done.put((i, call(), None))
+            except BaseException as e:  # handed to the caller, as a future's result() would
+                self._done.put((i, None, e))
+
+    def finished(self, timeout: float) -> list[tuple[int, Any, Optional[BaseException]]]:
+        """The results ready now; waits up to ``timeout`` s for the first."""
+        out = []
+        try:
+            out.append(self._done.get(timeout=timeout) if timeout > 0 else self._done.get_nowait())
+            while True:
+                out.append(self._done.get_nowait())
+        except queue.Empty:
+            return out
+
+    def close(self) -> None:
+        """Start no more calls (the running ones finish)."""
+        with self._lock:
+            self._closed = True
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join()
+
+    def __enter__(self) -> "_Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if exc[0] is not None:
+            self.close()
+            self._cancel()
+        self.join()
 
 
 @contextmanager

@@ -176,3 +176,30 @@ def test_run_says_which_disk_it_built_from_which_file(capsys, tmp_path):
     assert main(["run", str(spec), "-j", "1"]) == 2
     err = _one_error_line(capsys)
     assert "disk.diskspecs" in err and "is empty" in err, err
+
+
+def test_ctrl_c_during_the_replay_stops_at_once_with_exit_130(tmp_path):
+    # The replay runs on a thread of its own (rich loads meanwhile); Ctrl-C
+    # must still stop the command cleanly, without waiting for the replay.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    trace = tmp_path / "long.trace"
+    trace.write_text((DATA / "hp_c2247a.trace").read_text() * 101)  # about 10^6 requests
+    proc = subprocess.Popen([sys.executable, "-m", "iolab", "validate", "--diskspecs", str(DATA / "hp_c2247a.parv"),
+                             "--trace", str(trace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    status = Path(f"/proc/{proc.pid}/status")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        threads = [ln for ln in status.read_text().splitlines() if ln.startswith("Threads:")]
+        if threads and int(threads[0].split()[1]) >= 2:  # the replay's thread has started
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the replay finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err == "iolab: interrupted\n"
+    assert out == ""

@@ -146,7 +146,9 @@ def _message_lines(text: str) -> list[str]:
 def reason(messages) -> str:
     """fio's own reason in a few of its lines: its ``fio: ...`` errors first
     (not the option help it prints after them, nor "job x dropped")."""
-    lines = [m for m in messages if "dropped" not in m]
+    # dict.fromkeys: fio may say the same line on stderr and in --output (it does
+    # for "size too small"); say it once.
+    lines = list(dict.fromkeys(m for m in messages if "dropped" not in m))
     errors = [m for m in lines if m.startswith("fio:") or "error" in m.lower()]
     return "; ".join((errors or lines[-3:])[:3])
 

@@ -138,6 +138,26 @@ def _on_signal(signum, frame):
     raise Interrupted(signum)
 
 
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP that arrive inside take effect when it ends
+    (raised again in this process, so that their own handlers act then): a
+    finished run is recorded in runs.jsonl and in the session, hence in
+    runs.json, whole or not at all. Main thread only."""
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in HELD}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if held:
+        signal.raise_signal(held[0])
+
+
 def _backing_device(path: Path) -> str:
     """The block device holding ``path`` and its scheduler (never changed)."""
     st = os.stat(path)
@@ -354,24 +374,26 @@ def _measure(session: Session, dev: sysfs.BlockDevice, offered: list[str], targe
                 t0 = time.monotonic()
                 result = fio.run(fio_path, workload.jobfile, env, out, timeout, readonly=readonly,
                                  text=workload.text)
-                run = Run(
-                    run=index, rep=rep, slot=slot, config=config.label, variant=variant.label,
-                    started=started, seconds=round(time.monotonic() - t0, 3), settings=settings,
-                    facts=facts, metrics=fio.metrics(result), fio_json=str(out.relative_to(opts.outdir)),
-                    fio_messages=list(result.messages),
-                )
-                measured = workloads.expand(workload.primary, run.metrics)
-                if not measured and not warned:
-                    warned = True
-                    said = f" fio said: {fio.reason(result.messages)}." if result.messages else ""
-                    bar.console.print(
-                        f"warning: run {index} measured none of {', '.join(workload.primary)}: nothing "
-                        f"was left to measure after the ramp time? (a larger device or a smaller --ramp "
-                        f"helps){said}", soft_wrap=True)
-                session.runs.append(run)
-                record.append(log, run)
-                index += 1
-                bar.advance(task)
+                # Recorded whole or not at all: runs.jsonl and the session (runs.json) hold the same runs.
+                with signals_held():
+                    run = Run(
+                        run=index, rep=rep, slot=slot, config=config.label, variant=variant.label,
+                        started=started, seconds=round(time.monotonic() - t0, 3), settings=settings,
+                        facts=facts, metrics=fio.metrics(result), fio_json=str(out.relative_to(opts.outdir)),
+                        fio_messages=list(result.messages),
+                    )
+                    measured = workloads.expand(workload.primary, run.metrics)
+                    if not measured and not warned:
+                        warned = True
+                        said = f" fio said: {fio.reason(result.messages)}." if result.messages else ""
+                        bar.console.print(
+                            f"warning: run {index} measured none of {', '.join(workload.primary)}: nothing "
+                            f"was left to measure after the ramp time? (a larger device or a smaller --ramp "
+                            f"helps){said}", soft_wrap=True)
+                    session.runs.append(run)
+                    record.append(log, run)
+                    index += 1
+                    bar.advance(task)
         bar.update(task, description="done")
 
 

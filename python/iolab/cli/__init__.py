@@ -5,6 +5,13 @@ Each subcommand lives in its own module of this package and exposes
 function that runs it. A user error is raised as :class:`UserError` (or a
 ``ValueError``/``OSError`` from the native core) and printed as one line,
 without a backtrace.
+
+Start-up: only the module of the subcommand that runs is imported. The
+others are listed from :data:`COMMANDS` (name and one-line help, as their
+``register`` gives them), so ``iolab --help`` needs none of them; a module in
+``SUBCOMMANDS`` that is missing from :data:`COMMANDS` is imported and
+registered as before. tests/python/test_cli_startup.py checks that every help
+text is the same as with every module registered.
 """
 
 from __future__ import annotations
@@ -30,7 +37,40 @@ SUBCOMMANDS = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands each module of SUBCOMMANDS registers, with their one-line
+# help, so that `iolab --help` and `iolab X` import no other module. Must say
+# what the module's register() says (pinned by tests/python/test_cli_startup.py).
+COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "iolab.cli.simulate": (
+        ("run", "run an experiment spec (TOML)"),
+        ("compare", "compare schedulers on a disk preset and a named workload"),
+        ("presets", "list disks, workloads and schedulers with their tunables"),
+    ),
+    "iolab.cli.validate": (("validate", "replay measured DiskSim traces against disk models and compare"),),
+    "iolab.cli.sweep": (("sweep", "run a spec over a grid of settings (locally or on a Dask cluster)"),),
+    "iolab.cli.paper": (("paper", "reproduce a paper's experiments and write a report"),),
+    "iolab.cli.bench": (("bench", "benchmark the kernel's I/O schedulers and tunables on a device "
+                                  "(needs root and fio)"),),
+    "iolab.cli.queue": (("queue", "FastQueue: benchmark, check, stats, repair"),),
+    "iolab.cli.kernel": (("kernel", "the anticipatory/wpcas kernel module in a QEMU guest: overhead, "
+                                    "simulator vs kernel"),),
+    "iolab.cli.mail": (("mail", "SMTP server over FastQueue: serve, bench"),),
+    "iolab.cli.emu": (("emu", "an emulated disk: serve an image over NBD with a disk model's timing"),),
+    "iolab.cli.recommend": (("recommend", "which of today's schedulers suits a block trace on a disk "
+                                          "(simulated, with tests)"),),
+}
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv``: its first word that is not an
+    option (the top-level parser's options, -h and --version, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: str | None = "", *, full: bool = False) -> argparse.ArgumentParser:
+    """The parser; with ``full`` (or for a module missing from COMMANDS) every
+    subcommand's own, else only ``command``'s: the rest are placeholders that
+    carry their name and help for ``iolab --help``."""
     from iolab import __version__
 
     parser = argparse.ArgumentParser(
@@ -41,18 +81,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
-        importlib.import_module(name).register(sub)
+        listed = COMMANDS.get(name)
+        if full or listed is None or any(command == c for c, _ in listed):
+            importlib.import_module(name).register(sub)
+        else:
+            for c, text in listed:
+                sub.add_parser(c, help=text)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        # Ctrl-C while the subcommands are imported is still a clean stop.
-        parser = build_parser()
+        # Ctrl-C while the subcommand is imported is still a clean stop.
+        parser = build_parser(command_of(argv))
+        args = parser.parse_args(argv)
+        if not hasattr(args, "func"):  # a placeholder was chosen (an argv command_of misread)
+            args = build_parser(full=True).parse_args(argv)
     except KeyboardInterrupt:
         print("iolab: interrupted", file=sys.stderr)
         return 130
-    args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except UserError as e:

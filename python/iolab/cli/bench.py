@@ -141,6 +141,18 @@ def _write_report(result, outdir: Path, detect: float, out: Console) -> int:
     return 0
 
 
+def _size(flag: str, text: str) -> int:
+    """A size option's bytes; an empty or unreadable one named by its flag."""
+    from iolab.bench.sandbox import parse_size
+
+    if not text.strip():
+        raise UserError(f"{flag}: the size is empty; give one such as 1G")
+    try:
+        return parse_size(text)
+    except UserError as e:
+        raise UserError(f"{flag}: {e}") from None
+
+
 def _region(size: int) -> int:
     if size < 2**20:
         raise UserError(f"--size {size}: expected at least 1M (0 is not \"the whole device\"; leave --size out)")
@@ -163,23 +175,23 @@ def run(args) -> int:
         raise UserError(f"--detect {args.detect:g}: expected a percentage above 0 and at most 1000")
     if args.report:
         return _report_again(Path(args.report), args.detect / 100, out)
-    from iolab.bench.sandbox import parse_size
-
     session.check_limits(args.reps, args.runtime, args.ramp)
     if args.schedulers is not None and not args.schedulers.strip():
         raise UserError("--schedulers is empty: name at least one, e.g. --schedulers none,bfq")
     for flag, value in (("--loop-dir", args.loop_dir), ("-o", args.output)):
         if value and Path(value).exists() and not Path(value).is_dir():
             raise UserError(f"{flag} {value}: not a directory")
-    if not args.device and not args.loop:
+    if args.device is None and args.loop is None:
         raise UserError("name a target: --device DEV (a whole disk) or --loop SIZE (a sandbox)")
+    if args.device is not None and not args.device.strip():
+        raise UserError("--device: the path is empty; give a whole disk such as /dev/sdb")
     workload = workloads.custom(args.fio) if args.fio else workloads.get(args.workload or workloads.DEFAULT_WORKLOAD)
     opts = session.Options(
         workload=workload,
         device=args.device,
-        loop_size=parse_size(args.loop) if args.loop else None,
+        loop_size=_size("--loop", args.loop) if args.loop is not None else None,
         loop_dir=Path(args.loop_dir) if args.loop_dir else None,
-        size=_region(parse_size(args.size)) if args.size is not None else None,
+        size=_region(_size("--size", args.size)) if args.size is not None else None,
         schedulers=[s.strip() for s in args.schedulers.split(",") if s.strip()] if args.schedulers else None,
         grid=configs.parse_grid(args.tunables),
         explicit=[configs.parse_config(c) for c in args.config],

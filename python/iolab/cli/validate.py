@@ -83,12 +83,39 @@ def run(args: argparse.Namespace) -> int:
     spec_file = args.diskspecs.rsplit("#", 1)[0] if "#" in args.diskspecs else args.diskspecs
     check_file("--diskspecs", spec_file)
     check_file("--trace", args.trace)
-    start = time.perf_counter()
-    report = json.loads(validate(args.diskspecs, args.trace, args.zero_latency, args.requests))
-    elapsed = time.perf_counter() - start
+    text, elapsed = _while_loading_rich(lambda: validate(args.diskspecs, args.trace, args.zero_latency,
+                                                         args.requests))
+    report = json.loads(text)
     print_report(report, elapsed)
     write_json(args.json, report)
     return 0
+
+
+def _while_loading_rich(replay):
+    """``replay()``'s result and the seconds it took. It runs on a thread of
+    its own while this one imports the report's library (rich, a few tens of
+    ms): the native replay releases the GIL, so on a second core the two
+    overlap."""
+    import threading
+
+    done: dict = {}
+
+    def work() -> None:
+        start = time.perf_counter()
+        try:
+            done["value"] = replay(), time.perf_counter() - start
+        except BaseException as e:  # raised again on the calling thread
+            done["error"] = e
+
+    worker = threading.Thread(target=work, name="iolab-validate", daemon=True)
+    worker.start()
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
+    worker.join()
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
 
 
 def write_json(path: str | None, doc) -> None:

@@ -109,3 +109,10 @@ def test_missing_fio_says_how_to_install(monkeypatch):
 
 def test_split_key_keeps_dots_in_job_names():
     assert fio.split_key("job.v2.read.lat_p99") == ("job.v2", "read", "lat_p99")
+
+
+def test_reason_says_a_line_fio_repeated_once():
+    # fio writes "size too small" both on stderr and into --output: iolab read both.
+    line = "fio: size too small, must not be less than minimum block size: 67108864 < 1099511627776"
+    assert fio.reason([line, line]) == line
+    assert fio.reason(["fio: a", "fio: b", "fio: a"]) == "fio: a; fio: b"

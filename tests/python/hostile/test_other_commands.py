@@ -44,17 +44,21 @@ BENCH_CASES = [
     ("detect-1e300", ["--detect", "1e300", "--loop", "32M"], 2, ["at most 1000"]),
     ("no-target", SHORT, 2, ["name a target"]),
     ("loop-0", ["--loop", "0", *SHORT], 2, ["--loop needs at least 16M"]),
-    ("loop-unit", ["--loop", "1X", *SHORT], 2, ["cannot read size '1X'"]),
+    ("loop-empty", ["--loop", "", *SHORT], 2, ["--loop: the size is empty"]),
+    ("loop-blank", ["--loop", "  ", *SHORT], 2, ["--loop: the size is empty"]),
+    ("loop-unit", ["--loop", "1X", *SHORT], 2, ["--loop: cannot read size '1X'"]),
     ("loop-peta", ["--loop", "1P", *SHORT], 2, ["cannot read size '1P'"]),
     ("loop-1e300", ["--loop", "1e300", *SHORT], 2, ["cannot read size '1e300'"]),
     ("loop-and-device", ["--loop", "32M", "--device", "/dev/loop0", *SHORT], 2, ["not allowed with"]),
     ("size-0", ["--size", "0", *LOOP], 2, ["--size 0", "leave --size out"]),
-    ("size-negative", ["--size", "-5", *LOOP], 2, ["cannot read size '-5'"]),
+    ("size-negative", ["--size", "-5", *LOOP], 2, ["--size: cannot read size '-5'"]),
+    ("size-empty", ["--size", "", *LOOP], 2, ["--size: the size is empty"]),
     ("size-beyond-device", ["--size", "1T", "--schedulers", "none", *LOOP], 2, ["larger than"]),
     ("device-null", ["--device", "/dev/null", *SHORT], 2, ["/dev/null is not a block device"]),
     ("device-zero", ["--device", "/dev/zero", *SHORT], 2, ["/dev/zero is not a block device"]),
     ("device-directory", ["--device", "/tmp", *SHORT], 2, ["/tmp is not a block device"]),
     ("device-missing", ["--device", "/dev/nosuch", *SHORT], 2, ["/dev/nosuch", "No such file"]),
+    ("device-empty", ["--device", "", *SHORT], 2, ["--device: the path is empty"]),
     ("schedulers-cfq", ["--schedulers", "cfq", *LOOP], 2, ["does not offer scheduler 'cfq'"]),
     ("schedulers-empty", ["--schedulers", "", *LOOP], 2, ["--schedulers is empty"]),
     ("schedulers-commas", ["--schedulers", ",,,", *LOOP], 2, ["nothing to compare"]),
@@ -101,6 +105,8 @@ BENCH_CASES = [
 
 
 PROGRESS_FIRST = {"param-beyond-device", "param-not-a-size"}
+# What must be said exactly once (fio says "size too small" on stderr and in its output file).
+ONCE = {"param-beyond-device": "size too small"}
 
 
 def _attached_under(directory) -> list[str]:
@@ -129,6 +135,8 @@ def test_bench(tmp_path, case):
     assert proc.returncode == code, f"{name}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     for n in needles:
         assert n in proc.stderr, f"{name}: {n!r} not in: {proc.stderr}"
+    if name in ONCE:
+        assert proc.stderr.count(ONCE[name]) == 1, f"{name}: said more than once: {proc.stderr}"
     assert not _attached_under(tmp_path), f"{name}: a loop device was left attached"
     assert not list(state.glob("*.json")) if state.exists() else True, f"{name}: a state file was left"
     if code == 2 and name not in PROGRESS_FIRST:  # those measured: their output stays
