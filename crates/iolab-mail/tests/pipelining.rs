@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use iolab_mail::{Delivery, MailServer, QueueChoice, ServerConfig};
 
+mod common;
+
 #[derive(Default)]
 struct Seen {
     delivered: Vec<String>,
@@ -53,18 +55,10 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
             b"550 5.1.1 no such user\r\n"
         } else if upper.starts_with("DATA") {
             let _ = w.write_all(b"354 go\r\n");
-            let mut text = String::new();
-            loop {
-                line.clear();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    seen.lock().unwrap().cut_in_data += 1;
-                    return;
-                }
-                if line == ".\r\n" {
-                    break;
-                }
-                text.push_str(&line);
-            }
+            let Some(text) = common::read_text(&mut r) else {
+                seen.lock().unwrap().cut_in_data += 1;
+                return;
+            };
             seen.lock().unwrap().delivered.push(text);
             b"250 queued\r\n"
         } else if upper.starts_with("QUIT") {
@@ -77,36 +71,6 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
     }
 }
 
-/// Sends one message to `rcpts` and expects 250.
-fn send(s: &MailServer, rcpts: &[&str], marker: &str) {
-    let w = TcpStream::connect(s.local_addr()).unwrap();
-    w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut r = BufReader::new(w.try_clone().unwrap());
-    let mut w = w;
-    let mut reply = || {
-        let mut l = String::new();
-        loop {
-            l.clear();
-            r.read_line(&mut l).unwrap();
-            if l.as_bytes().get(3) != Some(&b'-') {
-                return l;
-            }
-        }
-    };
-    assert!(reply().starts_with("220"));
-    let mut cmds = vec!["EHLO t".to_string(), "MAIL FROM:<a@x>".to_string()];
-    cmds.extend(rcpts.iter().map(|r| format!("RCPT TO:<{r}>")));
-    cmds.push("DATA".into());
-    for cmd in cmds {
-        w.write_all(format!("{cmd}\r\n").as_bytes()).unwrap();
-        let got = reply();
-        assert!(got.starts_with('2') || got.starts_with("354"), "{cmd}: {got}");
-    }
-    w.write_all(format!("Subject: {marker}\r\n\r\n{marker}\r\n.\r\n").as_bytes()).unwrap();
-    assert!(reply().starts_with("250"));
-    w.write_all(b"QUIT\r\n").unwrap();
-}
-
 #[test]
 fn a_refused_recipient_under_pipelining_sends_no_text() {
     let tmp = tempfile::tempdir().unwrap();
@@ -117,12 +81,12 @@ fn a_refused_recipient_under_pipelining_sends_no_text() {
     c.delivery_concurrency = 1;
     c.drain_timeout = Duration::from_secs(1);
     let s = MailServer::start(c).unwrap();
-    send(&s, &["ok@y", "refused@y"], "half-refused");
+    common::send(s.local_addr(), &["ok@y", "refused@y"], "half-refused");
     let until = Instant::now() + Duration::from_secs(10);
     while s.stats().dead < 1 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
-    send(&s, &["ok@y"], "all-accepted");
+    common::send(s.local_addr(), &["ok@y"], "all-accepted");
     while s.stats().delivered < 1 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use iolab_mail::{Delivery, MailServer, QueueChoice, ServerConfig};
 
+mod common;
+
 /// A next hop whose first connection greets after `first_greeting` (never
 /// with `None`); returns its address and the messages (DATA text) it got.
 fn slow_first_sink(first_greeting: Option<Duration>) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
@@ -64,17 +66,7 @@ fn serve_sink(conn: TcpStream, got: &Mutex<Vec<String>>) {
             }
             "DATA" => {
                 let _ = w.write_all(b"354 go\r\n");
-                let mut text = String::new();
-                loop {
-                    line.clear();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if line == ".\r\n" {
-                        break;
-                    }
-                    text.push_str(&line);
-                }
+                let Some(text) = common::read_text(&mut r) else { return };
                 got.lock().unwrap().push(text);
                 b"250 queued\r\n"
             }
@@ -82,31 +74,6 @@ fn serve_sink(conn: TcpStream, got: &Mutex<Vec<String>>) {
         };
         let _ = w.write_all(reply);
     }
-}
-
-fn send(s: &MailServer, marker: &str) {
-    let w = TcpStream::connect(s.local_addr()).unwrap();
-    w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut r = BufReader::new(w.try_clone().unwrap());
-    let mut w = w;
-    let mut reply = || {
-        let mut l = String::new();
-        loop {
-            l.clear();
-            r.read_line(&mut l).unwrap();
-            if l.as_bytes().get(3) != Some(&b'-') {
-                return l;
-            }
-        }
-    };
-    assert!(reply().starts_with("220"));
-    for (cmd, want) in [("EHLO t", "250"), ("MAIL FROM:<a@x>", "250"), ("RCPT TO:<b@y>", "250"), ("DATA", "354")] {
-        w.write_all(format!("{cmd}\r\n").as_bytes()).unwrap();
-        assert!(reply().starts_with(want), "{cmd}");
-    }
-    w.write_all(format!("Subject: {marker}\r\n\r\n{marker}\r\n.\r\n").as_bytes()).unwrap();
-    assert!(reply().starts_with("250"), "the message is durable");
-    w.write_all(b"QUIT\r\n").unwrap();
 }
 
 fn config(choice: QueueChoice, dir: &std::path::Path, sink: std::net::SocketAddr) -> ServerConfig {
@@ -135,7 +102,7 @@ fn a_slow_delivery_renews_its_deadline_and_is_delivered_once() {
         c.visibility_timeout = Duration::from_millis(600);
         let s = MailServer::start(c).unwrap();
         let sent = Instant::now();
-        send(&s, "slow-marker-1");
+        common::send(s.local_addr(), &["b@y"], "slow-marker-1");
         wait_delivered(&s, 1, Duration::from_secs(10));
         let waited = sent.elapsed();
         // Time for a second copy to arrive, had one been started.
@@ -165,7 +132,7 @@ fn a_hung_delivery_is_cut_and_retried() {
         c.retry_base = Duration::from_millis(100);
         let s = MailServer::start(c).unwrap();
         let sent = Instant::now();
-        send(&s, "hung-marker-1");
+        common::send(s.local_addr(), &["b@y"], "hung-marker-1");
         wait_delivered(&s, 1, Duration::from_secs(8));
         let waited = sent.elapsed();
         let texts = got.lock().unwrap().clone();
