@@ -5,6 +5,9 @@
 # two 4 KiB reads, the (2*ID)th and (2*ID+1)th 4 KiB block from
 # marker_sector on (QEMU's NBD client reads whole 4 KiB blocks), so that the
 # emulator's request log can be cut into runs.
+# With /share/trace.conf (one elevator name per line), runs of those
+# elevators are traced with the kernel's blk tracer: the block layer's events
+# and the elevator's own messages (bfq_log) go to /share/runs/ID.trace.
 dev=vda
 load virtio_blk queue_depth=1 num_request_queues=1
 load bfq
@@ -22,6 +25,20 @@ quiet() { # until the device has nothing in flight (at most 30 s)
         n=$((n + 1))
     done
 }
+T=/sys/kernel/debug/tracing
+traced() { [ -f /share/trace.conf ] && grep -qx "$1" /share/trace.conf; }
+trace_on() {
+    echo 0 >$T/tracing_on && echo >$T/trace && echo 32768 >$T/buffer_size_kb &&
+        echo blk >$T/current_tracer && echo 1 >/sys/block/$dev/trace/enable &&
+        echo 1 >$T/tracing_on || fail "blk tracer on $dev"
+}
+trace_off() { # $1: the run's id
+    echo 0 >$T/tracing_on
+    cp $T/trace "/share/runs/$1.trace" || fail "saving the trace of run $1"
+    grep -q 'LOST EVENTS\|buffer overflow' "/share/runs/$1.trace" && fail "run $1: the trace lost events"
+    echo 0 >/sys/block/$dev/trace/enable
+    echo nop >$T/current_tracer
+}
 while read -r id wl el; do
     [ -n "$id" ] || continue
     # a fresh elevator instance: counters from zero, no history
@@ -33,11 +50,13 @@ while read -r id wl el; do
         done </share/wpcas.conf
     fi
     quiet
+    if traced "$el"; then trace_on; fi
     mark $((2 * id))
     fio --output-format=json --output="/share/runs/$id.json" "/share/jobs/$wl.fio" >/dev/null ||
         fail "run $id ($wl on $el): fio failed"
     quiet
     mark $((2 * id + 1))
+    if traced "$el"; then trace_off "$id"; fi
     stats_of $dev >"/share/runs/$id.stats"
     check_stats $dev "run $id ($wl on $el)" rest
     log "run $id: $wl on $el done"

@@ -22,6 +22,8 @@ examples:
   iolab kernel overhead --report kernel-overhead        analyse again, no guest
   iolab kernel compare -o kernel-compare                 simulator against kernel (about 1 h)
   iolab kernel compare --report kernel-compare
+  iolab kernel compare --disks hp97560 --elevators bfq --trace bfq -o bfq-trace
+  iolab kernel bfqlog bfq-trace                           what the kernel's BFQ did, per run
 """
 
 
@@ -48,9 +50,10 @@ def register(subparsers) -> None:
     o.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     o.set_defaults(func=run_overhead)
 
-    from iolab.kernel import compare
+    from iolab.kernel import bfqlog, compare
 
     compare.register(sub)
+    bfqlog.register(sub)
 
 
 def run_overhead(args) -> int:

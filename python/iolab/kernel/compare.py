@@ -72,6 +72,10 @@ def register(sub) -> None:
     c.add_argument("--resim", action="store_true",
                    help="with -o DIR of a finished comparison: keep its kernel runs, calibrate again "
                         "(unless --overhead-us), run the simulator side again and report")
+    c.add_argument("--trace", default="", metavar="LIST",
+                   help="elevators whose kernel runs are traced with the blk tracer (block events and "
+                        "the elevator's own messages, e.g. bfq's) into DIR/DISK/runs/ID.trace; "
+                        "`iolab kernel bfqlog DIR` summarises bfq's")
     c.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     c.set_defaults(func=run_compare)
 
@@ -148,7 +152,8 @@ def make_plan(disk: str, workloads: list[str], elevators: list[str], reps: int) 
     return Plan(disk, runs)
 
 
-def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dict[str, int]) -> None:
+def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dict[str, int],
+                trace: list[str] = ()) -> None:
     """The files guest/compare.sh reads."""
     (share / "jobs").mkdir(parents=True, exist_ok=True)
     for wl in sorted({r[1] for r in plan.runs}):
@@ -156,10 +161,13 @@ def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dic
     (share / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, wl, el, _ in plan.runs))
     (share / "disk.conf").write_text(f"marker_sector {capacity - 2048}\n")
     (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in wpcas.items()))
+    (share / "trace.conf").unlink(missing_ok=True)
+    if trace:
+        (share / "trace.conf").write_text("".join(f"{el}\n" for el in trace))
 
 
 def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False,
-             share_name: str | None = None) -> Path:
+             share_name: str | None = None, trace: list[str] = ()) -> Path:
     """One boot on an emulated ``disk``; returns the guest's run directory
     (``out/share_name``, by default the disk's name or ``zero-latency``)."""
     from iolab import _iolab
@@ -167,7 +175,7 @@ def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_la
     seek = json.loads(_iolab.wpcas_seek_tunables(disk))
     share = out / (share_name or ("zero-latency" if zero_latency else disk))
     share.mkdir(parents=True, exist_ok=True)
-    write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"])
+    write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"], trace)
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)
     image = work / f"{disk}.img"
@@ -624,6 +632,7 @@ def run_compare(args) -> int:
     disks = _list(args.disks, DISKS, "disks")
     workloads = _list(args.workloads, COMPARED, "workloads")
     elevators = _list(args.elevators, ELEVATORS, "elevators")
+    trace = _list(args.trace, elevators, "trace") if args.trace else []
     if args.reps < 1 or args.runtime < 2:
         raise UserError("--reps must be at least 1 and --runtime at least 2 s")
     repo = testbed.find_repo(args.repo)
@@ -631,7 +640,7 @@ def run_compare(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     kver = testbed.prepare(repo)
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
-            "reps": args.reps, "runtime": args.runtime, "load_before": testbed.host_load(),
+            "reps": args.reps, "runtime": args.runtime, "trace": trace, "load_before": testbed.host_load(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
@@ -642,7 +651,7 @@ def run_compare(args) -> int:
         meta["capacity"][disk] = _capacity_sectors(disk)
         print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
               f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
-        run_disk(repo, out, disk, plan, args.runtime)
+        run_disk(repo, out, disk, plan, args.runtime, trace=trace)
     meta["load_after"] = testbed.host_load()
     run_sim_side(out, meta)
     print(report(analyse(out)))

@@ -129,3 +129,17 @@ def test_ranking_sets_split_builtin_from_all():
     assert sets["6.1 built-in"] == ["none", "mq-deadline", "bfq", "kyber"]
     assert len(sets["all"]) == 6
     assert list(compare.ranking_sets(["anticipatory", "wpcas"])) == ["all"]
+
+
+def test_trace_names_the_traced_elevators_for_the_guest(tmp_path):
+    plan = make_plan("hp97560", ["randseq"], ["bfq", "mq-deadline"], 1)
+    compare.write_share(tmp_path, plan, 5, 2_600_000, {}, ["bfq"])
+    assert (tmp_path / "trace.conf").read_text() == "bfq\n"
+    # A later boot without --trace leaves no stale file behind.
+    compare.write_share(tmp_path, plan, 5, 2_600_000, {})
+    assert not (tmp_path / "trace.conf").exists()
+
+
+def test_trace_must_name_a_compared_elevator():
+    with pytest.raises(UserError, match="--trace: unknown kyber"):
+        compare._list("kyber", ["bfq", "mq-deadline"], "trace")

@@ -22,14 +22,18 @@
 //!
 //! File order: tunables and constants, state, the hooks, the table entry.
 //!
+//! Queues of processes started together are merged into one shared queue
+//! ("stable merging", `merge.rs`).
+//!
 //! Left out (docs/schedulers.md says why): cgroups (one root group, as
-//! with no `io.bfq.weight` set), queue merging (cooperating queues, stable
-//! merges, splits), request merging, the at-head dispatch list, REQ_META,
-//! the out-of-memory queue and multi-actuator drives.
+//! with no `io.bfq.weight` set), merging of queues by position (close
+//! cooperators) and splitting, request merging, the at-head dispatch list,
+//! REQ_META, the out-of-memory queue and multi-actuator drives.
 
 mod budget;
 mod idle;
 mod inject;
+mod merge;
 mod peak_rate;
 mod queue;
 mod wf2q;
@@ -251,6 +255,10 @@ pub(crate) struct Bic {
     /// `bic->requests`: requests of the process in BFQ or the device.
     requests: u32,
     exited: bool,
+    /// `stable_merge_bfqq`: the queue a stable merge is scheduled with.
+    stable_merge: Option<QueueId>,
+    /// `stably_merged`.
+    stably_merged: bool,
 }
 
 /// `struct bfq_data` (one root group, one actuator).
@@ -274,6 +282,8 @@ pub struct Bfq {
     rq_in_driver: u32,
     nonrot: bool,
     nonrot_with_queueing: bool,
+    /// `last_bfqq_created` (one root group), for stable merging.
+    last_bfqq_created: Option<QueueId>,
     max_rq_in_driver: u32,
     hw_tag_samples: u32,
     /// -1 until detected, then 0 or 1.
@@ -338,6 +348,7 @@ impl Bfq {
             nonrot,
             // bfq_init_queue: nonrot_with_queueing = blk_queue_nonrot.
             nonrot_with_queueing: nonrot,
+            last_bfqq_created: None,
             max_rq_in_driver: 0,
             hw_tag_samples: 0,
             hw_tag: -1,
@@ -412,7 +423,15 @@ impl Bfq {
     fn bic(&mut self, pid: ProcessId) -> &mut Bic {
         let i = pid as usize;
         while self.bics.len() <= i {
-            self.bics.push(Bic { ioprio: IoPrio::default(), sync_q: None, async_q: None, requests: 0, exited: false });
+            self.bics.push(Bic {
+                ioprio: IoPrio::default(),
+                sync_q: None,
+                async_q: None,
+                requests: 0,
+                exited: false,
+                stable_merge: None,
+                stably_merged: false,
+            });
         }
         &mut self.bics[i]
     }
@@ -517,9 +536,12 @@ impl Elevator for Bfq {
     fn exit_process(&mut self, pid: ProcessId, now: SimTime) {
         let Some(bic) = self.bics.get_mut(pid as usize) else { return };
         bic.exited = true;
-        let (s, a) = (bic.sync_q.take(), bic.async_q.take());
+        let (s, a, stable) = (bic.sync_q.take(), bic.async_q.take(), bic.stable_merge.take());
         for id in [s, a].into_iter().flatten() {
             self.exit_bfqq(id, now);
+        }
+        if let Some(id) = stable {
+            self.put_stable_ref(id);
         }
     }
 

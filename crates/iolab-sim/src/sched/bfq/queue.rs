@@ -84,6 +84,12 @@ pub(super) struct BfqQueue {
     pub process_refs: u32,
     /// Freed: never used again.
     pub freed: bool,
+    /// `creation_time`, jiffies.
+    pub creation_time: i64,
+    /// `new_bfqq`: the queue this one's processes are being redirected to.
+    pub new_bfqq: Option<QueueId>,
+    /// `stable_ref`: processes that scheduled a stable merge with it.
+    pub stable_ref: u32,
 }
 
 /// `BFQ_RQ_SEEKY`: far from the last position (and, on a non-rotational
@@ -189,6 +195,9 @@ impl Bfq {
             bic_set: false,
             process_refs: if sync { 1 } else { 2 },
             freed: false,
+            creation_time: now_j,
+            new_bfqq: None,
+            stable_ref: 0,
         };
         self.queues.push(q);
         self.queues.len() - 1
@@ -222,10 +231,14 @@ impl Bfq {
                 let bic = self.bic(pid);
                 if sync {
                     bic.sync_q = Some(id);
+                    // bfq_get_queue ends with the stable-merge check.
+                    let id = self.do_or_sched_stable_merge(id, pid);
+                    self.bic(pid).sync_q = Some(id);
+                    id
                 } else {
                     bic.async_q = Some(id);
+                    id
                 }
-                id
             }
         };
         self.queues[id].allocated += 1;
@@ -240,14 +253,33 @@ impl Bfq {
         id
     }
 
-    /// `__bfq_insert_request`.
+    /// `__bfq_insert_request`: a merge that is due moves the request (and,
+    /// if its process still uses the old queue, the process) to the
+    /// shared queue first.
     pub(super) fn insert_request(&mut self, id: QueueId, rq: Request, now: SimTime) {
         self.t = now;
+        let (mut id, mut target) = (id, id);
+        if let Some(new) = self.setup_cooperator(id, rq.pid) {
+            let old = id;
+            self.queues[new].allocated += 1;
+            self.queues[old].allocated -= 1;
+            if self.bic(rq.pid).sync_q == Some(old) {
+                while id != new {
+                    id = self.merge_bfqqs(rq.pid, id);
+                }
+            }
+            self.queues[old].just_created = false;
+            self.rq_queue.insert(rq.id, new);
+            self.maybe_free(old);
+            // As the kernel: the statistics below go to `bfqq`, which is the
+            // shared queue only if this process was redirected just now.
+            target = new;
+        }
         self.update_io_thinktime(id);
         self.update_has_short_ttime(id, rq.pid);
         self.update_io_seektime(id, &rq);
-        self.add_request(id, rq);
-        self.rq_enqueued(id, &rq);
+        self.add_request(target, rq);
+        self.rq_enqueued(target, &rq);
     }
 
     /// `bfq_update_io_thinktime`: a sample only when the queue had
@@ -347,7 +379,8 @@ impl Bfq {
         let next = self.choose_req(id, prev, Some(slot), self.last_position);
         self.queues[id].next_rq = next;
         if !self.queues[id].busy {
-            interactive = self.handle_idle_busy_switch(id, old_wr_coeff);
+            let stably_merged = self.bic(rq.pid).stably_merged;
+            interactive = self.handle_idle_busy_switch(id, old_wr_coeff, stably_merged);
         } else {
             let q = &self.queues[id];
             if self.p.low_latency
@@ -552,23 +585,31 @@ impl Bfq {
         if self.in_service == Some(id) {
             self.expire_inner(id, super::budget::Reason::BudgetTimeout);
         }
-        // bfq_release_process_ref.
-        let q = &self.queues[id];
-        if q.busy && q.rqs.is_empty() && self.in_service != Some(id) {
-            self.del_bfqq_busy(id, false);
-        }
         if self.queues[id].sync {
-            self.queues[id].process_refs = 0;
+            // bfq_put_cooperator, then bfq_release_process_ref.
+            self.put_cooperator(id);
             self.queues[id].bic_set = false;
+            self.release_process_ref(id);
+        } else {
+            let q = &self.queues[id];
+            if q.busy && q.rqs.is_empty() && self.in_service != Some(id) {
+                self.del_bfqq_busy(id, false);
+            }
+            self.maybe_free(id);
         }
-        self.maybe_free(id);
     }
 
     /// `bfq_put_queue` reaching zero: a sync queue with no process, no
     /// request and off the scheduler is freed; those it woke forget it.
     pub(super) fn maybe_free(&mut self, id: QueueId) {
         let q = &self.queues[id];
-        if q.freed || q.process_refs > 0 || q.allocated > 0 || q.e.on_st_or_in_serv || self.in_service == Some(id) {
+        if q.freed
+            || q.process_refs > 0
+            || q.stable_ref > 0
+            || q.allocated > 0
+            || q.e.on_st_or_in_serv
+            || self.in_service == Some(id)
+        {
             return;
         }
         self.weights_tree_remove(id);

@@ -171,7 +171,7 @@ impl Bfq {
     /// `bfq_bfqq_handle_idle_busy_switch`: a queue becomes busy. Its
     /// budget, weight raising, burst state; it joins the scheduler and
     /// may preempt the queue in service. Returns "interactive".
-    pub(super) fn handle_idle_busy_switch(&mut self, id: QueueId, old_wr_coeff: u32) -> bool {
+    pub(super) fn handle_idle_busy_switch(&mut self, id: QueueId, old_wr_coeff: u32, stably_merged: bool) -> bool {
         let now_j = self.jif();
         let now_ns = self.ns();
         let idle_for_long_time = self.idle_for_long_time(id);
@@ -188,7 +188,7 @@ impl Bfq {
             && q.dispatched == 0
             && q.e.new_weight == 40;
         let interactive = !in_burst && idle_for_long_time && q.e.new_weight == 40;
-        let wr_or_deserves_wr = self.p.low_latency && (q.wr_coeff > 1 || (q.sync && q.bic_set && (interactive || soft_rt)));
+        let wr_or_deserves_wr = self.p.low_latency && (q.wr_coeff > 1 || (q.sync && (q.bic_set || stably_merged) && (interactive || soft_rt)));
         let wants_to_preempt = self.update_budg_for_activation(id, arrived_in_time);
         let ten_s = self.ms_to_j(10_000);
         let q = &mut self.queues[id];
