@@ -171,8 +171,17 @@ trait Store: Sync {
 /// would keep it for its life (`None`: the `Vec` API).
 type Reuse = Option<Mutex<MessageBatch>>;
 
-fn reuse(api: ReadApi) -> Reuse {
-    (api == ReadApi::Batch).then(|| Mutex::new(MessageBatch::new()))
+/// Messages per dequeue in the read phase.
+const READ_BATCH: usize = 512;
+
+/// The consumer's batch, grown before the clock starts to what a batch of
+/// `size`-byte messages needs (at most 64 MiB; beyond, it grows while
+/// timed): a long-running consumer pays that growth once in its life, not
+/// in each read phase, and the read phase of a 1 s case is only a few
+/// batches long. Both stores get the same.
+fn reuse(api: ReadApi, size: usize) -> Reuse {
+    let bytes = (READ_BATCH * crate::format::record_len(size)).min(64 << 20);
+    (api == ReadApi::Batch).then(|| Mutex::new(MessageBatch::with_capacity(bytes)))
 }
 
 struct Fq(FastQueue, Reuse);
@@ -189,7 +198,7 @@ impl Store for Fq {
         let mut last = None;
         let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
         while n < max {
-            let want = 512.min(max - n) as usize;
+            let want = (READ_BATCH as u64).min(max - n) as usize;
             let ids: Vec<u64> = match kept.as_deref_mut() {
                 Some(batch) => {
                     self.0.dequeue_batch_into(want, None, batch).map_err(|e| e.to_string())?;
@@ -236,7 +245,7 @@ impl Store for Fpm {
         let mut n = 0;
         let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
         loop {
-            let want = 512.min(max - n) as usize;
+            let want = (READ_BATCH as u64).min(max - n) as usize;
             let ids: Vec<u64> = match kept.as_deref_mut() {
                 Some(batch) => {
                     self.0.dequeue_batch_into(want, batch).map_err(|e| e.to_string())?;
@@ -521,11 +530,11 @@ fn run_in(case: &Case, api: ReadApi) -> Result<Outcome, String> {
             let per_seg = q.config().segment_size - 8192;
             let need = (case.max_bytes.min(case.size as u64 * 4_000_000)).div_ceil(per_seg) as usize + 1;
             q.reserve_segments(need).map_err(|e| e.to_string())?;
-            Box::new(Fq(q, reuse(api)))
+            Box::new(Fq(q, reuse(api, case.size)))
         }
         "file-per-message" => Box::new(Fpm(
             FilePerMessageQueue::open(case.dir.join("fpm")).map_err(|e| e.to_string())?,
-            reuse(api),
+            reuse(api, case.size),
         )),
         "queue-file" => {
             let q = queue_file::QueueFile::open(case.dir.join("queue.qf")).map_err(|e| e.to_string())?;
