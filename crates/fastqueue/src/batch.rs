@@ -77,11 +77,17 @@ impl MessageBatch {
         MessageBatch::default()
     }
 
-    /// An empty batch whose buffer already holds `bytes` (zero-filled now,
-    /// so that the first dequeue does not fault its pages in). Records
-    /// take 64 bytes of header and up to 7 of padding beyond the payload.
+    /// An empty batch whose buffer already holds `bytes`, written now so
+    /// that the first dequeue does not fault its pages in. Records take 64
+    /// bytes of header and up to 7 of padding beyond the payload.
     pub fn with_capacity(bytes: usize) -> MessageBatch {
-        MessageBatch { buf: vec![0; bytes], used: 0, items: Vec::new() }
+        // Not `vec![0; bytes]`: that is `calloc`, whose fresh pages are only
+        // mapped, and faulted in by the first read into them. A fill with a
+        // byte other than zero cannot be turned into `calloc` by the
+        // compiler either; what the bytes hold does not matter (the part
+        // past `used` is stale by design).
+        let buf = vec![0xA5u8; bytes];
+        MessageBatch { buf, used: 0, items: Vec::new() }
     }
 
     /// Messages in the batch.
