@@ -18,13 +18,20 @@
 //!   one writer thread committing up to 128 waiting rows per transaction;
 //! - `device`: the device's own limit: one thread writing the same bytes
 //!   sequentially into a preallocated file, one `fdatasync` per MiB.
+//!
+//! How the consumer reads ([`ReadApi`]): FastQueue and the file-per-message
+//! baseline read either into one [`MessageBatch`] reused from batch to
+//! batch (the default, [`run`]) or into a fresh `Vec<u8>` per message
+//! (`dequeue_batch`, [`run_with`]); both stores get the same choice, so
+//! the ratio compares the stores and not their consumers' allocators. The
+//! other peers have only the second kind.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{Config, FastQueue, FilePerMessageQueue};
+use crate::{Config, FastQueue, FilePerMessageQueue, MessageBatch};
 
 /// The stores the benchmark knows.
 pub const PEERS: &[&str] = &["fastqueue", "file-per-message", "queue-file", "sqlite-wal", "device"];
@@ -82,6 +89,36 @@ impl Case {
     }
 }
 
+/// How the consumer of a case reads its messages back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadApi {
+    /// `dequeue_batch_into` one [`MessageBatch`] kept for the whole read
+    /// phase: no allocation per message (FastQueue and file-per-message).
+    #[default]
+    Batch,
+    /// `dequeue_batch`: every payload a freshly allocated `Vec<u8>`.
+    Vec,
+}
+
+impl ReadApi {
+    /// The name used in the benchmark's output and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadApi::Batch => "batch",
+            ReadApi::Vec => "vec",
+        }
+    }
+
+    /// Parses [`ReadApi::name`].
+    pub fn parse(s: &str) -> Result<ReadApi, String> {
+        match s {
+            "batch" => Ok(ReadApi::Batch),
+            "vec" => Ok(ReadApi::Vec),
+            _ => Err(format!("read API: unknown '{s}'; expected batch or vec")),
+        }
+    }
+}
+
 /// What one case measured.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
@@ -108,6 +145,9 @@ pub struct Outcome {
     pub sync_p50_us: f64,
     /// See `sync_p50_us`.
     pub sync_p99_us: f64,
+    /// How the read phase read ([`ReadApi::name`]; "" when there was
+    /// none): "batch" only for the stores that have a reusable batch.
+    pub read_api: &'static str,
 }
 
 /// A store under test.
@@ -117,13 +157,34 @@ trait Store: Sync {
     /// durable where the store makes it so, before it returns; returns the
     /// count.
     fn drain(&self, max: u64) -> Result<u64, String>;
+    /// The read API `drain` uses.
+    fn read_api(&self) -> ReadApi {
+        ReadApi::Vec
+    }
     /// Latency of the store's own syncs (p50, p99 us), where it knows.
     fn sync_latency(&self) -> (f64, f64) {
         (0.0, 0.0)
     }
 }
 
-struct Fq(FastQueue);
+/// A store's consumer batch, kept across its `drain` calls as a consumer
+/// would keep it for its life (`None`: the `Vec` API).
+type Reuse = Option<Mutex<MessageBatch>>;
+
+/// Messages per dequeue in the read phase.
+const READ_BATCH: usize = 512;
+
+/// The consumer's batch, grown before the clock starts to what a batch of
+/// `size`-byte messages needs (at most 64 MiB; beyond, it grows while
+/// timed): a long-running consumer pays that growth once in its life, not
+/// in each read phase, and the read phase of a 1 s case is only a few
+/// batches long. Both stores get the same.
+fn reuse(api: ReadApi, size: usize) -> Reuse {
+    let bytes = (READ_BATCH * crate::format::record_len(size)).min(64 << 20);
+    (api == ReadApi::Batch).then(|| Mutex::new(MessageBatch::with_capacity(bytes)))
+}
+
+struct Fq(FastQueue, Reuse);
 
 impl Store for Fq {
     fn put(&self, payload: &[u8]) -> Result<(), String> {
@@ -135,14 +196,25 @@ impl Store for Fq {
     fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
         let mut last = None;
+        let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
         while n < max {
-            let batch = self.0.dequeue_batch(512.min(max - n) as usize, None).map_err(|e| e.to_string())?;
-            if batch.is_empty() {
+            let want = (READ_BATCH as u64).min(max - n) as usize;
+            let ids: Vec<u64> = match kept.as_deref_mut() {
+                Some(batch) => {
+                    self.0.dequeue_batch_into(want, None, batch).map_err(|e| e.to_string())?;
+                    std::hint::black_box(&*batch);
+                    batch.ids()
+                }
+                None => {
+                    let batch = self.0.dequeue_batch(want, None).map_err(|e| e.to_string())?;
+                    std::hint::black_box(&batch);
+                    batch.iter().map(|m| m.id).collect()
+                }
+            };
+            if ids.is_empty() {
                 break;
             }
-            n += batch.len() as u64;
-            let ids: Vec<u64> = batch.iter().map(|m| m.id).collect();
-            std::hint::black_box(&batch);
+            n += ids.len() as u64;
             last = Some(self.0.ack_many_nowait(&ids).map_err(|e| e.to_string())?);
         }
         if let Some(round) = last {
@@ -154,9 +226,16 @@ impl Store for Fq {
         let s = self.0.stats();
         (s.sync_p50_us, s.sync_p99_us)
     }
+    fn read_api(&self) -> ReadApi {
+        if self.1.is_some() {
+            ReadApi::Batch
+        } else {
+            ReadApi::Vec
+        }
+    }
 }
 
-struct Fpm(FilePerMessageQueue);
+struct Fpm(FilePerMessageQueue, Reuse);
 
 impl Store for Fpm {
     fn put(&self, payload: &[u8]) -> Result<(), String> {
@@ -164,15 +243,35 @@ impl Store for Fpm {
     }
     fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
+        let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
         loop {
-            let batch = self.0.dequeue_batch(512.min(max - n) as usize).map_err(|e| e.to_string())?;
-            if batch.is_empty() {
+            let want = (READ_BATCH as u64).min(max - n) as usize;
+            let ids: Vec<u64> = match kept.as_deref_mut() {
+                Some(batch) => {
+                    self.0.dequeue_batch_into(want, batch).map_err(|e| e.to_string())?;
+                    std::hint::black_box(&*batch);
+                    batch.ids()
+                }
+                None => {
+                    let batch = self.0.dequeue_batch(want).map_err(|e| e.to_string())?;
+                    std::hint::black_box(&batch);
+                    batch.iter().map(|m| m.id).collect()
+                }
+            };
+            if ids.is_empty() {
                 return Ok(n);
             }
-            for m in batch {
-                self.0.ack(m.id).map_err(|e| e.to_string())?;
+            for id in ids {
+                self.0.ack(id).map_err(|e| e.to_string())?;
                 n += 1;
             }
+        }
+    }
+    fn read_api(&self) -> ReadApi {
+        if self.1.is_some() {
+            ReadApi::Batch
+        } else {
+            ReadApi::Vec
         }
     }
 }
@@ -389,6 +488,7 @@ fn device(case: &Case) -> Result<Outcome, String> {
         cold_read_msgs_per_s: 0.0,
         sync_p50_us: 0.0,
         sync_p99_us: 0.0,
+        read_api: "",
     })
 }
 
@@ -403,17 +503,24 @@ fn scratch_file(path: &Path) -> Result<std::fs::File, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Runs one case. The directory is emptied afterwards.
+/// Runs one case, its consumer reading with [`ReadApi::Batch`] where the
+/// store has it. The directory is emptied afterwards.
 pub fn run(case: &Case) -> Result<Outcome, String> {
+    run_with(case, ReadApi::Batch)
+}
+
+/// [`run`] with the read API of the consumer chosen (FastQueue and
+/// file-per-message; the others always read a `Vec` per message).
+pub fn run_with(case: &Case, api: ReadApi) -> Result<Outcome, String> {
     case.validate()?;
     let _ = std::fs::remove_dir_all(&case.dir);
     std::fs::create_dir_all(&case.dir).map_err(|e| format!("{}: {e}", case.dir.display()))?;
-    let result = run_in(case);
+    let result = run_in(case, api);
     let _ = std::fs::remove_dir_all(&case.dir);
     result
 }
 
-fn run_in(case: &Case) -> Result<Outcome, String> {
+fn run_in(case: &Case, api: ReadApi) -> Result<Outcome, String> {
     let store: Box<dyn Store> = match case.peer.as_str() {
         "fastqueue" => {
             let cfg = Config { batch_delay: case.batch_delay, ..Config::default() };
@@ -423,10 +530,11 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
             let per_seg = q.config().segment_size - 8192;
             let need = (case.max_bytes.min(case.size as u64 * 4_000_000)).div_ceil(per_seg) as usize + 1;
             q.reserve_segments(need).map_err(|e| e.to_string())?;
-            Box::new(Fq(q))
+            Box::new(Fq(q, reuse(api, case.size)))
         }
         "file-per-message" => Box::new(Fpm(
             FilePerMessageQueue::open(case.dir.join("fpm")).map_err(|e| e.to_string())?,
+            reuse(api, case.size),
         )),
         "queue-file" => {
             let q = queue_file::QueueFile::open(case.dir.join("queue.qf")).map_err(|e| e.to_string())?;
@@ -463,6 +571,7 @@ fn run_in(case: &Case) -> Result<Outcome, String> {
         cold_read_msgs_per_s: rate(cold, cold_secs),
         sync_p50_us,
         sync_p99_us,
+        read_api: store.read_api().name(),
     })
 }
 

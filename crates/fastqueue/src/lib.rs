@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod baseline;
+mod batch;
 #[cfg(feature = "bench")]
 pub mod bench;
 pub mod clock;
@@ -44,6 +45,7 @@ pub mod sim;
 mod storage;
 
 pub use baseline::FilePerMessageQueue;
+pub use batch::{MessageBatch, MessageRef};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use format::QueueKind;

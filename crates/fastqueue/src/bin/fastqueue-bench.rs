@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use fastqueue::bench::{self, Case, PEERS};
+use fastqueue::bench::{self, Case, ReadApi, PEERS};
 
 /// Benchmark of FastQueue and its peers (durable writes, then read-back).
 #[derive(Parser)]
@@ -31,6 +31,14 @@ struct Args {
     /// FastQueue's batch timer in microseconds.
     #[arg(long, default_value_t = 1000)]
     batch_delay_us: u64,
+    /// How consumers read back: "batch" (one reused MessageBatch) and/or
+    /// "vec" (a fresh Vec per message); with both, each case runs once per
+    /// API, back to back, so the two are paired.
+    #[arg(long, value_delimiter = ',', default_values_t = [String::from("batch")])]
+    read_api: Vec<String>,
+    /// Repetitions of every case (each round runs all cases in turn).
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
     /// Also time the recovery (open) of a queue of this many MiB.
     #[arg(long)]
     recovery_mib: Option<u64>,
@@ -38,31 +46,23 @@ struct Args {
 
 fn main() {
     let a = Args::parse();
+    let apis: Vec<ReadApi> = a.read_api.iter().map(|s| ReadApi::parse(s)).collect::<Result<_, _>>().unwrap_or_else(|e| {
+        eprintln!("fastqueue-bench: --{e}");
+        std::process::exit(2);
+    });
+    // "read" says how the consumer read: "batch" = dequeue_batch_into one
+    // reused MessageBatch, "vec" = a fresh Vec per message (queue-file and
+    // SQLite only have that).
     println!(
-        "{:<17} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>10} {:>10}",
-        "peer", "size", "prod", "msg/s", "MB/s", "p50 us", "p99 us", "read msg/s", "cold msg/s"
+        "{:>3} {:<17} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>5} {:>10} {:>10}",
+        "rep", "peer", "size", "prod", "msg/s", "MB/s", "p50 us", "p99 us", "read", "read msg/s", "cold msg/s"
     );
-    for &size in &a.sizes {
-        for &producers in &a.producers {
-            for peer in &a.peers {
-                let case = Case {
-                    peer: peer.clone(),
-                    size,
-                    producers,
-                    seconds: a.seconds,
-                    max_bytes: a.max_mib << 20,
-                    dir: a.dir.join(peer),
-                    batch_delay: Duration::from_micros(a.batch_delay_us),
-                };
-                match bench::run(&case) {
-                    Ok(o) => println!(
-                        "{:<17} {:>6} {:>4} {:>10.0} {:>9.1} {:>9.0} {:>9.0} {:>10.0} {:>10.0}",
-                        peer, size, producers, o.write_msgs_per_s, o.write_mb_per_s, o.p50_us, o.p99_us, o.read_msgs_per_s,
-                        o.cold_read_msgs_per_s
-                    ),
-                    Err(e) => {
-                        eprintln!("fastqueue-bench: {peer}: {e}");
-                        std::process::exit(1);
+    for rep in 1..=a.reps.max(1) {
+        for &size in &a.sizes {
+            for &producers in &a.producers {
+                for &api in &apis {
+                    for peer in &a.peers {
+                        run_case(&a, rep, peer, size, producers, api);
                     }
                 }
             }
@@ -78,4 +78,37 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(&a.dir);
+}
+
+/// Runs one case and prints its row (exits on error).
+fn run_case(a: &Args, rep: usize, peer: &str, size: usize, producers: usize, api: ReadApi) {
+    let case = Case {
+        peer: peer.to_string(),
+        size,
+        producers,
+        seconds: a.seconds,
+        max_bytes: a.max_mib << 20,
+        dir: a.dir.join(peer),
+        batch_delay: Duration::from_micros(a.batch_delay_us),
+    };
+    match bench::run_with(&case, api) {
+        Ok(o) => println!(
+            "{:>3} {:<17} {:>6} {:>4} {:>10.0} {:>9.1} {:>9.0} {:>9.0} {:>5} {:>10.0} {:>10.0}",
+            rep,
+            peer,
+            size,
+            producers,
+            o.write_msgs_per_s,
+            o.write_mb_per_s,
+            o.p50_us,
+            o.p99_us,
+            if o.read_api.is_empty() { "-" } else { o.read_api },
+            o.read_msgs_per_s,
+            o.cold_read_msgs_per_s
+        ),
+        Err(e) => {
+            eprintln!("fastqueue-bench: {peer}: {e}");
+            std::process::exit(1);
+        }
+    }
 }

@@ -7,8 +7,14 @@
 //!   (`preadv`), so that their payload is copied once (kernel to message),
 //!   not twice (kernel to buffer to message).
 //!
+//! `dequeue_batch_into` reads into a caller's [`MessageBatch`] instead: a
+//! run of large records with one plain read straight into the batch's
+//! reused buffer (headers and padding included, the payloads handed out as
+//! slices), small records copied out of the shared buffer. No allocation
+//! per message, and no fresh pages to fault in once the buffer has grown.
+//!
 //! Every record's header and payload checksums are verified again when it
-//! is read.
+//! is read, by both paths.
 
 use super::*;
 
@@ -19,21 +25,9 @@ impl Inner {
     /// Reads the payloads of popped messages, in order.
     pub(super) fn read(&self, items: Vec<Popped>) -> Result<Vec<Message>> {
         let mut out = Vec::with_capacity(items.len());
-        let len = |it: &Popped| record_len(it.min.payload_len as usize);
         let mut i = 0;
         while i < items.len() {
-            // A run: adjacent records of one segment, at most
-            // `prefetch_bytes` (one record at least).
-            let mut j = i + 1;
-            let mut bytes = len(&items[i]);
-            while j < items.len()
-                && items[j].min.seq == items[i].min.seq
-                && items[j].min.offset == items[j - 1].min.offset + len(&items[j - 1]) as u64
-                && bytes + len(&items[j]) <= self.cfg.prefetch_bytes.max(len(&items[i]))
-            {
-                bytes += len(&items[j]);
-                j += 1;
-            }
+            let (j, bytes) = self.run_end(&items, i);
             if bytes / (j - i) >= SCATTER_MIN {
                 self.read_scattered(&items[i..j], &mut out)?;
             } else {
@@ -42,6 +36,87 @@ impl Inner {
             i = j;
         }
         Ok(out)
+    }
+
+    /// Reads the payloads of popped messages, in order, into `batch`
+    /// (emptied first; emptied again if a read fails). Large records are
+    /// read run by run with one plain read each, headers and all, straight
+    /// into the batch's buffer: one copy (kernel to buffer) and no
+    /// allocation once the buffer has grown to the batch's size.
+    pub(super) fn read_into(&self, items: Vec<Popped>, batch: &mut MessageBatch) -> Result<()> {
+        batch.clear();
+        let mut i = 0;
+        while i < items.len() {
+            let (j, bytes) = self.run_end(&items, i);
+            let done = if bytes / (j - i) >= SCATTER_MIN {
+                self.read_run_into(&items[i..j], bytes, batch)
+            } else {
+                self.read_cached_into(&items[i..j], batch)
+            };
+            if let Err(e) = done {
+                batch.clear();
+                return Err(e);
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Where the run that starts at `items[i]` ends (exclusive), and its
+    /// bytes: adjacent records of one segment, at most `prefetch_bytes`
+    /// (one record at least).
+    fn run_end(&self, items: &[Popped], i: usize) -> (usize, usize) {
+        let len = |it: &Popped| record_len(it.min.payload_len as usize);
+        let mut j = i + 1;
+        let mut bytes = len(&items[i]);
+        while j < items.len()
+            && items[j].min.seq == items[i].min.seq
+            && items[j].min.offset == items[j - 1].min.offset + len(&items[j - 1]) as u64
+            && bytes + len(&items[j]) <= self.cfg.prefetch_bytes.max(len(&items[i]))
+        {
+            bytes += len(&items[j]);
+            j += 1;
+        }
+        (j, bytes)
+    }
+
+    /// Reads a run of adjacent records (`bytes` in all) with one read into
+    /// the batch's buffer and verifies each in place. Headers and padding
+    /// stay in the buffer between the payloads: cheaper than splitting the
+    /// read into pieces, and the buffer is reused anyway.
+    fn read_run_into(&self, run: &[Popped], bytes: usize, batch: &mut MessageBatch) -> Result<()> {
+        let first = &run[0];
+        let (start, dst) = batch.reserve(bytes);
+        // A short read (a file cut under the queue) leaves the rest of the
+        // buffer stale: `n` bounds what the checks below may look at.
+        let n = read_full(&*first.file, dst, first.min.offset)
+            .map_err(|e| Error::io(self.storage.path(&first.seg_name), "read", e))?;
+        let mut at = 0;
+        for it in run {
+            let payload_len = it.min.payload_len as usize;
+            let rec_len = record_len(payload_len);
+            let rec = batch.bytes(start + at, n.saturating_sub(at).min(rec_len));
+            let h = self.verify(it, rec, rec.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + payload_len))?;
+            batch.push(it.id, it.min.attempts, h.kind, h.enqueued_ns, start + at + RECORD_HEADER_LEN, payload_len);
+            at += rec_len;
+        }
+        Ok(())
+    }
+
+    /// Reads small records through the shared prefetch buffer, copying
+    /// each payload into the batch.
+    fn read_cached_into(&self, run: &[Popped], batch: &mut MessageBatch) -> Result<()> {
+        let mut cache = self.cache.lock().unwrap();
+        for it in run {
+            let payload_len = it.min.payload_len as usize;
+            let rec = self.cached_record(&mut cache, it)?;
+            let payload = rec.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + payload_len);
+            let h = self.verify(it, rec, payload)?;
+            let (start, dst) = batch.reserve(payload_len);
+            dst.copy_from_slice(payload.unwrap());
+            batch.push(it.id, it.min.attempts, h.kind, h.enqueued_ns, start, payload_len);
+        }
+        Ok(())
     }
 
     /// Reads adjacent records with one scatter read: each header into a
@@ -76,26 +151,33 @@ impl Inner {
     fn read_cached(&self, run: &[Popped], out: &mut Vec<Message>) -> Result<()> {
         let mut cache = self.cache.lock().unwrap();
         for it in run {
-            let len = record_len(it.min.payload_len as usize) as u64;
-            let hit = cache.seq == it.min.seq
-                && it.min.offset >= cache.start
-                && it.min.offset + len <= cache.start + cache.data.len() as u64;
-            if !hit {
-                let want = len.max(self.cfg.prefetch_bytes as u64).min(it.seg_end.max(it.min.offset + len) - it.min.offset);
-                cache.data.resize(want as usize, 0);
-                let n = read_full(&*it.file, &mut cache.data, it.min.offset)
-                    .map_err(|e| Error::io(self.storage.path(&it.seg_name), "read", e))?;
-                cache.data.truncate(n);
-                cache.seq = it.min.seq;
-                cache.start = it.min.offset;
-            }
-            let at = ((it.min.offset - cache.start) as usize).min(cache.data.len());
-            let rec = &cache.data[at..];
+            let rec = self.cached_record(&mut cache, it)?;
             let payload = rec.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + it.min.payload_len as usize);
             let h = self.verify(it, rec, payload)?;
             out.push(message(it, &h, payload.unwrap().to_vec()));
         }
         Ok(())
+    }
+
+    /// The bytes of the shared prefetch buffer from `it`'s record on,
+    /// refilled with one read of `prefetch_bytes` when the record is not in
+    /// it (may be short: the checks then report the record cut short).
+    fn cached_record<'c>(&self, cache: &'c mut ReadCache, it: &Popped) -> Result<&'c [u8]> {
+        let len = record_len(it.min.payload_len as usize) as u64;
+        let hit = cache.seq == it.min.seq
+            && it.min.offset >= cache.start
+            && it.min.offset + len <= cache.start + cache.data.len() as u64;
+        if !hit {
+            let want = len.max(self.cfg.prefetch_bytes as u64).min(it.seg_end.max(it.min.offset + len) - it.min.offset);
+            cache.data.resize(want as usize, 0);
+            let n = read_full(&*it.file, &mut cache.data, it.min.offset)
+                .map_err(|e| Error::io(self.storage.path(&it.seg_name), "read", e))?;
+            cache.data.truncate(n);
+            cache.seq = it.min.seq;
+            cache.start = it.min.offset;
+        }
+        let at = ((it.min.offset - cache.start) as usize).min(cache.data.len());
+        Ok(&cache.data[at..])
     }
 
     /// Checks a record read back against its index node and checksums.

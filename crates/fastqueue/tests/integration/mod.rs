@@ -1,4 +1,5 @@
 mod basic;
+mod batch;
 mod corrupt;
 mod crash;
 mod hostile;
