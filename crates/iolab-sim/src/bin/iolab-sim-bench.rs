@@ -7,9 +7,9 @@
 //!
 //! The last workload is issue 12's "closed random load": the issue measured
 //! it on DiskSim's HP C3323A, which this repository does not ship, so it runs
-//! on the closest drive it does ship and validates, the HP C2247A (the same
-//! maker's 1 GB 5400 rpm 3.5" drive of the same years), whatever `--disk`
-//! says. It is the load `scripts/bench_commands.py` times end to end.
+//! on the closest drive it does ship and validates, the HP C2247A (HP's
+//! 3.5-inch SCSI drive of about 1 GB, 5400 rpm, from the same years),
+//! whatever `--disk` says. It is the load `scripts/bench_commands.py` times end to end.
 //!
 //! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [--workload K] [SCHEDULER ... | replay]
 //!
