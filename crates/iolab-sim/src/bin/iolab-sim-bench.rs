@@ -5,7 +5,16 @@
 //! Also the DiskSim validation replay (HP C2247A, `data/disksim/`), repeated
 //! until it has served at least N requests.
 //!
-//! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [SCHEDULER ... | replay]
+//! The last workload is issue 12's "closed random load": the issue measured
+//! it on DiskSim's HP C3323A, which this repository does not ship, so it runs
+//! on the closest drive it does ship and validates, the HP C2247A (HP's
+//! 3.5-inch SCSI drive of about 1 GB, 5400 rpm, from the same years),
+//! whatever `--disk` says. It is the load `scripts/bench_commands.py` times end to end.
+//!
+//! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [--workload K] [SCHEDULER ... | replay]
+//!
+//! `--workload K` runs the K-th workload (from 1) alone, so that a profile
+//! can be divided by that workload's requests.
 //!
 //! With no names: every scheduler, then the replay. With names: those
 //! schedulers only, and the replay only if `replay` is among them (so a
@@ -22,7 +31,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-fn workloads() -> Vec<(&'static str, WorkloadSpec)> {
+/// The bench's workloads: name, spec, and the drive when it is not `--disk`'s.
+fn workloads() -> Vec<(&'static str, WorkloadSpec, Option<DiskSpec>)> {
     let g = |pattern, think_ms: f64| {
         WorkloadSpec::Processes(ProcessesSpec {
             placement: Placement::Spread,
@@ -36,9 +46,24 @@ fn workloads() -> Vec<(&'static str, WorkloadSpec)> {
             }],
         })
     };
+    // Closed: each of 8 processes waits for its O_DIRECT 4 KiB random read
+    // and issues the next at once (no think time), files of 100 MB spread
+    // over the first 800 MB, as scripts/bench_commands.py's `iolab run`.
+    let closed = WorkloadSpec::Processes(ProcessesSpec {
+        placement: Placement::Spread,
+        group: vec![GroupSpec {
+            count: 8,
+            pattern: Pattern::Random,
+            request_kb: 4.0,
+            file_mb: 100.0,
+            ..GroupSpec::default()
+        }],
+    });
+    let c2247a = DiskSpec { preset: None, diskspecs: Some(disksim_data().join("hp_c2247a.diskspecs").to_string_lossy().into_owned()), ..DiskSpec::default() };
     vec![
-        ("16 sequential readers, think 1 ms", g(Pattern::Sequential, 1.0)),
-        ("16 random readers, think 2 ms", g(Pattern::Random, 2.0)),
+        ("16 sequential readers, think 1 ms", g(Pattern::Sequential, 1.0), None),
+        ("16 random readers, think 2 ms", g(Pattern::Random, 2.0), None),
+        ("8 closed random readers, C2247A", closed, Some(c2247a)),
     ]
 }
 
@@ -47,10 +72,12 @@ fn main() {
     let mut requests = 1_000_000u64;
     let mut disk_name = String::from("hp97560");
     let mut names = Vec::new();
+    let mut only: Option<usize> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--requests" => requests = args.next().and_then(|v| v.parse().ok()).expect("--requests N"),
             "--disk" => disk_name = args.next().expect("--disk PRESET"),
+            "--workload" => only = args.next().and_then(|v| v.parse().ok()).filter(|&k| k >= 1).map(|k: usize| k - 1),
             _ => names.push(a),
         }
     }
@@ -67,7 +94,15 @@ fn main() {
     }
     println!("simulator speed: {requests} requests per run on disk '{disk_name}', one core, release build");
     println!("{:<38} {:<10} {:>12} {:>10} {:>14}", "workload", "scheduler", "requests/s", "wall s", "simulated s");
-    for (wname, w) in workloads() {
+    for (k, (wname, w, own_disk)) in workloads().into_iter().enumerate() {
+        if only.is_some_and(|o| o != k) {
+            continue;
+        }
+        let spec = own_disk.unwrap_or_else(|| spec.clone());
+        if let Err(e) = disk::build(&spec, Path::new(".")) {
+            eprintln!("iolab-sim-bench: {wname} skipped: {e}");
+            continue;
+        }
         for name in &names {
             let disk = disk::build(&spec, Path::new(".")).expect("checked above");
             let built = workload::build(&w, disk.capacity_sectors()).expect("bench workload builds");
@@ -108,7 +143,7 @@ fn main() {
 /// Requests per second of the validation replay (one request at a time,
 /// no scheduler): the disk model's own speed.
 fn bench_validation(requests: u64) {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/disksim");
+    let data = disksim_data();
     let specs = data.join("hp_c2247a.parv");
     let trace_path = data.join("hp_c2247a.trace");
     let spec = DiskSpec { preset: None, diskspecs: Some(specs.to_string_lossy().into_owned()), ..DiskSpec::default() };
@@ -127,4 +162,9 @@ fn bench_validation(requests: u64) {
     }
     let wall = t0.elapsed().as_secs_f64();
     println!("{:<38} {:<10} {:>12.0} {:>10.3} {:>14}", "DiskSim validation replay (C2247A)", "-", served as f64 / wall, wall, "-");
+}
+
+/// `data/disksim/` of the source tree the binary was built from.
+fn disksim_data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/disksim")
 }

@@ -729,6 +729,11 @@ impl PositionCost for HddCost {
         let d = self.layout.cylinder_of(from_sector).abs_diff(self.layout.cylinder_of(to_sector));
         round_u64(self.mech.seek.ms(d) * 1e6)
     }
+    fn seeks_from(&self, from_sector: u64, a: u64, b: u64) -> (u64, u64) {
+        let c = self.layout.cylinder_of(from_sector);
+        let seek = |to: u64| round_u64(self.mech.seek.ms(c.abs_diff(self.layout.cylinder_of(to))) * 1e6);
+        (seek(a), seek(b))
+    }
     fn mean_rotation_ns(&self) -> u64 {
         (self.period_ns / 2.0).round() as u64
     }
@@ -880,6 +885,10 @@ mod tests {
         assert!((pc.seek_ns(0, 383 * per_cyl) as i64 - 11_068_000).abs() < 500);
         assert!((pc.seek_ns(0, 384 * per_cyl) as i64 - 11_072_000).abs() <= 1);
         assert_eq!(pc.mean_rotation_ns(), (60e9 / 4002.0 / 2.0_f64).round() as u64);
+        // The pair is each seek on its own.
+        for (from, a, b) in [(0, 0, 383 * per_cyl), (200 * per_cyl + 5, 17, 1_000_000), (1_000_000, 1_000_000, 3)] {
+            assert_eq!(pc.seeks_from(from, a, b), (pc.seek_ns(from, a), pc.seek_ns(from, b)));
+        }
         let p = d.positioning_ns(&rq(384 * per_cyl, 1, Dir::Read), SimTime::ZERO);
         assert!(p >= 11_072_000 && p < 11_072_000 + (60e9 / 4002.0) as u64);
     }

@@ -95,6 +95,13 @@ pub trait PositionCost: Send + Sync {
     /// Seek time from the cylinder holding `from_sector` to the one holding
     /// `to_sector`, in ns (0 for the same cylinder).
     fn seek_ns(&self, from_sector: u64, to_sector: u64) -> u64;
+    /// The seeks from `from_sector` to `a` and to `b`: what
+    /// [`PositionCost::seek_ns`] gives for each. The heuristics weigh a
+    /// queued request against the process's expected next one, both from
+    /// the head; a model may find the head's cylinder once for both.
+    fn seeks_from(&self, from_sector: u64, a: u64, b: u64) -> (u64, u64) {
+        (self.seek_ns(from_sector, a), self.seek_ns(from_sector, b))
+    }
     /// Mean rotational latency (half a revolution), in ns.
     fn mean_rotation_ns(&self) -> u64;
 }

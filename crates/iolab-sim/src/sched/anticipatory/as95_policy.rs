@@ -106,8 +106,8 @@ impl As95Policy {
         let s = candidate?;
         let ioc = ctx.target_ioc();
         let head = ctx.last_sector;
-        let best_pending = ctx.cost.seek_ns(head, s.sector) as i128;
-        let expected_next = ctx.cost.seek_ns(head, head.saturating_add(ioc.seek.mean)) as i128;
+        let (best_pending, expected_next) = ctx.cost.seeks_from(head, s.sector, head.saturating_add(ioc.seek.mean));
+        let (best_pending, expected_next) = (best_pending as i128, expected_next as i128);
         Some(best_pending - expected_next - self.summary(ctx.target).expected_wait_ns as i128)
     }
 }

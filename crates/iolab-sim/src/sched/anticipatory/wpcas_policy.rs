@@ -159,8 +159,8 @@ impl WpcasPolicy {
         let t_as = mean_success_wait_ns(ioc).unwrap_or(0) as f64;
         let period = self.period_ns(ctx.target, ioc, ctx.antic_expire_ns) as f64;
         let head = ctx.last_sector;
-        let t_s = ctx.cost.seek_ns(head, s.sector) as f64;
-        let t_a = ctx.cost.seek_ns(head, head.saturating_add(ioc.seek.mean)) as f64;
+        let (t_s, t_a) = ctx.cost.seeks_from(head, s.sector, head.saturating_add(ioc.seek.mean));
+        let (t_s, t_a) = (t_s as f64, t_a as f64);
         Some(p_s * (t_s - t_a - t_as) - p_f * period)
     }
 
