@@ -53,12 +53,7 @@ impl Bfq {
         if self.nonrot_with_queueing {
             // bfq_do_early_stable_merge.
             let Some(new) = self.setup_merge(id, last) else { return id };
-            if self.queues[new].bic_set {
-                if let Some(owner) = self.queues[new].owner {
-                    self.bic(owner).stably_merged = true;
-                }
-            }
-            self.bic(pid).stably_merged = true;
+            self.mark_stably_merged(pid, new);
             return self.merge_bfqqs(pid, id);
         }
         self.queues[last].stable_ref += 1;
@@ -84,7 +79,7 @@ impl Bfq {
         let late = self.ms_to_j(LATE_STABLE_MERGING_MS);
         let q = &self.queues[id];
         let (sync, just_created, split, created) = (q.sync, q.just_created, q.split_time, q.creation_time);
-        let Some(target) = self.bic(pid).stable_merge else { return None };
+        let target = self.bic(pid).stable_merge?;
         if !sync || just_created || now_j <= split + late || now_j <= created + late {
             return None;
         }
@@ -96,13 +91,19 @@ impl Bfq {
             return None;
         }
         let new = self.setup_merge(id, target)?;
+        self.mark_stably_merged(pid, new);
+        Some(new)
+    }
+
+    /// `bic->stably_merged` for `pid` and for the process that owns `new`
+    /// alone, if one does (`new_bfqq->bic`).
+    fn mark_stably_merged(&mut self, pid: ProcessId, new: QueueId) {
         self.bic(pid).stably_merged = true;
         if self.queues[new].bic_set {
             if let Some(owner) = self.queues[new].owner {
                 self.bic(owner).stably_merged = true;
             }
         }
-        Some(new)
     }
 
     /// `bfq_setup_merge`: redirect `id` to the end of `new`'s merge chain,

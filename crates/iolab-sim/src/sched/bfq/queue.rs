@@ -228,15 +228,14 @@ impl Bfq {
                         }
                     }
                 };
-                let bic = self.bic(pid);
                 if sync {
-                    bic.sync_q = Some(id);
-                    // bfq_get_queue ends with the stable-merge check.
+                    // bfq_get_queue ends with the stable-merge check, which
+                    // may hand back the queue merged into at once.
                     let id = self.do_or_sched_stable_merge(id, pid);
                     self.bic(pid).sync_q = Some(id);
                     id
                 } else {
-                    bic.async_q = Some(id);
+                    self.bic(pid).async_q = Some(id);
                     id
                 }
             }
