@@ -120,14 +120,18 @@ impl FilePerMessageQueue {
         Ok(self.dequeue_batch(1)?.pop())
     }
 
+    /// Takes the ids of up to `max` ready messages, oldest first, with
+    /// their delivery attempts so far.
+    fn take_ready(&self, max: usize) -> Vec<(u64, u32)> {
+        let mut st = self.state.lock().unwrap();
+        let n = max.min(st.ready.len());
+        let ids: Vec<u64> = st.ready.drain(..n).collect();
+        ids.into_iter().map(|id| (id, st.attempts.get(&id).copied().unwrap_or(0))).collect()
+    }
+
     /// Takes up to `max` messages in arrival order (one file read each).
     pub fn dequeue_batch(&self, max: usize) -> Result<Vec<Message>> {
-        let taken: Vec<(u64, u32)> = {
-            let mut st = self.state.lock().unwrap();
-            let n = max.min(st.ready.len());
-            let ids: Vec<u64> = st.ready.drain(..n).collect();
-            ids.into_iter().map(|id| (id, st.attempts.get(&id).copied().unwrap_or(0))).collect()
-        };
+        let taken = self.take_ready(max);
         let mut out = Vec::with_capacity(taken.len());
         for (id, attempts) in taken {
             let path = self.path_of(id);
@@ -145,12 +149,7 @@ impl FilePerMessageQueue {
     /// left empty.
     pub fn dequeue_batch_into(&self, max: usize, batch: &mut MessageBatch) -> Result<usize> {
         batch.clear();
-        let taken: Vec<(u64, u32)> = {
-            let mut st = self.state.lock().unwrap();
-            let n = max.min(st.ready.len());
-            let ids: Vec<u64> = st.ready.drain(..n).collect();
-            ids.into_iter().map(|id| (id, st.attempts.get(&id).copied().unwrap_or(0))).collect()
-        };
+        let taken = self.take_ready(max);
         for (id, attempts) in taken {
             let path = self.path_of(id);
             if let Err(e) = read_file_into(&path, batch, id, attempts) {

@@ -184,6 +184,15 @@ fn reuse(api: ReadApi, size: usize) -> Reuse {
     (api == ReadApi::Batch).then(|| Mutex::new(MessageBatch::with_capacity(bytes)))
 }
 
+/// The read API a store with this `Reuse` uses.
+fn api_of(reuse: &Reuse) -> ReadApi {
+    if reuse.is_some() {
+        ReadApi::Batch
+    } else {
+        ReadApi::Vec
+    }
+}
+
 struct Fq(FastQueue, Reuse);
 
 impl Store for Fq {
@@ -227,11 +236,7 @@ impl Store for Fq {
         (s.sync_p50_us, s.sync_p99_us)
     }
     fn read_api(&self) -> ReadApi {
-        if self.1.is_some() {
-            ReadApi::Batch
-        } else {
-            ReadApi::Vec
-        }
+        api_of(&self.1)
     }
 }
 
@@ -268,11 +273,7 @@ impl Store for Fpm {
         }
     }
     fn read_api(&self) -> ReadApi {
-        if self.1.is_some() {
-            ReadApi::Batch
-        } else {
-            ReadApi::Vec
-        }
+        api_of(&self.1)
     }
 }
 
