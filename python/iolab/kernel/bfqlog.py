@@ -151,6 +151,8 @@ def run_bfqlog(args) -> int:
             files += found
         elif p.is_file():
             files.append(p)
+        elif p.exists():
+            raise UserError(f"{p}: not a regular file or a directory (a device or a FIFO?)")
         else:
             raise UserError(f"{p}: no such file or directory")
     print("\n\n".join(report(f, args.window) for f in files))

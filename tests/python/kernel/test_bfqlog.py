@@ -47,3 +47,19 @@ def test_a_file_without_block_events_is_one_clear_error(tmp_path):
         bfqlog.parse(f)
     with pytest.raises(UserError, match="No such file"):
         bfqlog.parse(tmp_path / "missing.trace")
+
+
+def test_the_command_names_each_bad_path_for_what_it_is(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    def run(path, window=5.0):
+        with pytest.raises(UserError) as e:
+            bfqlog.run_bfqlog(SimpleNamespace(paths=[str(path)], window=window))
+        return str(e.value)
+
+    assert "no such file" in run(tmp_path / "missing")
+    assert "not a regular file" in run("/dev/null")
+    assert "no runs/*.trace" in run(tmp_path)
+    assert "--window" in run(SAMPLE, float("nan"))
+    bfqlog.run_bfqlog(SimpleNamespace(paths=[str(SAMPLE)], window=0.1))
+    assert "15 requests issued" in capsys.readouterr().out
