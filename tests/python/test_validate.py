@@ -123,7 +123,7 @@ def test_all_prints_the_table_beside_disksim(capsys, tmp_path):
     reports = json.loads(out.read_text())
     names = {r["disk_name"] for r in reports}
     assert names == {"HP_C2247A_validate", "DEC_RZ26_validate", "IBM_DNES-309170W_validate", "SEAGATE_ST32171W",
-                     "QUANTUM_TORNADO_validate", "HP_C2490A_validate"}, names
+                     "QUANTUM_TORNADO_validate", "HP_C2490A_validate", "HP_C3323A_validate"}, names
     for r in reports:
         assert r["disksim_demerit_ms"] is not None, r["disk_name"]
         # DiskSim 4.0's figure, as its distribution quotes it (3 decimals):
