@@ -207,9 +207,14 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
             pending.push((class, format!("{class_name}.{i}"), start, stop, file, phase.clone(), prio));
         }
     }
+    let page_cache = spec.group.iter().any(|g| !g.direct);
+    if spec.placement == Placement::Shared && page_cache {
+        // The page cache keys pages by file: processes that share sectors
+        // under different files would each cache their own copy.
+        return Err(Error::invalid("workload.placement", "\"shared\" needs direct = true in every group"));
+    }
     let sizes: Vec<u64> = pending.iter().map(|p| p.4).collect();
     let starts = place(spec.placement, &sizes, capacity, "workload")?;
-    let page_cache = spec.group.iter().any(|g| !g.direct);
     let processes = pending
         .into_iter()
         .zip(starts)
@@ -220,4 +225,28 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
         })
         .collect();
     Ok(BuiltWorkload { classes, processes, page_cache })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(direct: bool, file_mb: f64) -> ProcessesSpec {
+        ProcessesSpec {
+            placement: Placement::Shared,
+            group: vec![GroupSpec { count: 3, pattern: Pattern::Random, direct, file_mb, ..GroupSpec::default() }],
+        }
+    }
+
+    #[test]
+    fn shared_placement_builds_one_file_for_every_process_and_refuses_the_page_cache() {
+        // 64 MiB = 131,072 sectors: fits a 131,072-sector disk three times over
+        // only because the processes share it.
+        let built = build(&shared(true, 64.0), 131_072).expect("three processes share one file");
+        assert_eq!(built.processes.len(), 3);
+        let e = build(&shared(true, 65.0), 131_072).err().expect("larger than the disk").to_string();
+        assert!(e.contains("shared file") && e.contains("does not fit"), "{e}");
+        let e = build(&shared(false, 64.0), 131_072).err().expect("buffered I/O refused").to_string();
+        assert!(e.contains("workload.placement") && e.contains("direct = true"), "{e}");
+    }
 }

@@ -119,6 +119,10 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
             phase("random write", Pattern::Random, OpKind::Write),
         ],
     };
+    if spec.placement == Placement::Shared {
+        // IOzone's -t processes each write and read a file of their own.
+        return Err(Error::invalid("workload.placement", "\"shared\" is for process groups: IOzone's processes each have their own file"));
+    }
     let n = spec.processes as usize;
     let starts = place(spec.placement, &vec![file; n], capacity, "workload")?;
     let classes = (0..n).map(|i| format!("iozone.{i}")).collect();
@@ -135,4 +139,16 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
         })
         .collect();
     Ok(BuiltWorkload { classes, processes, page_cache: !spec.direct })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_placement_is_refused_for_iozone() {
+        let spec = IozoneSpec { placement: Placement::Shared, ..IozoneSpec::default() };
+        let e = build(&spec, 1 << 24).err().expect("IOzone's files are each process's own").to_string();
+        assert!(e.contains("workload.placement") && e.contains("process groups"), "{e}");
+    }
 }

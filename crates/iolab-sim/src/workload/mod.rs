@@ -161,6 +161,12 @@ pub enum Placement {
     Spread,
     /// Files one after the other from the start of the disk.
     Packed,
+    /// Every process works in the same sectors, one file from the start of
+    /// the disk (many processes reading one database or disk image, or
+    /// random I/O over the whole device as fio's `filename=/dev/sdX` and
+    /// DiskSim's synthetic generators do). Direct I/O only: the page cache
+    /// would keep each process's view of the sectors apart.
+    Shared,
     /// Files created one after the other in one directory of an ext2/3
     /// layout (`fs_layout`): in the directory's block group, first fit
     /// after its metadata, spilling to the next groups.
@@ -244,6 +250,20 @@ pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &
     if matches!(placement, Placement::Directory | Placement::Ext3) {
         return fs_layout::place_in_directory(sizes, capacity, placement == Placement::Ext3, field);
     }
+    if placement == Placement::Shared {
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        if largest > capacity {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "a shared file of {} MiB does not fit the disk's {} MiB",
+                    largest * SECTOR_BYTES >> 20,
+                    capacity * SECTOR_BYTES >> 20
+                ),
+            ));
+        }
+        return Ok(vec![0; sizes.len()]);
+    }
     let total: u64 = sizes.iter().sum();
     if total > capacity {
         return Err(Error::invalid(
@@ -280,6 +300,10 @@ mod tests {
         assert_eq!(s, [0, 1000, 2000, 3000]);
         let p = place(Placement::Packed, &[10, 16, 16], 4000, "w").unwrap();
         assert_eq!(p, [0, 16, 32]);
+        // Shared: every file at the start, each only as large as the disk.
+        assert_eq!(place(Placement::Shared, &[4000, 4000, 16], 4000, "w").unwrap(), [0, 0, 0]);
+        let e = place(Placement::Shared, &[4008], 4000, "w").unwrap_err().to_string();
+        assert!(e.contains("shared file") && e.contains("does not fit"), "{e}");
         assert!(place(Placement::Packed, &[3000, 3000], 4000, "w").is_err());
     }
 
