@@ -115,10 +115,13 @@ impl Hdd {
         if p.cache.segment_sectors == 0 || p.cache.segments == 0 {
             return Err(Error::invalid(format!("{}: cache", p.name), "needs at least one segment of at least one sector"));
         }
+        // Every seek of this drive is shorter than its cylinder count: its
+        // curve worked out once per distance (SeekCurve::tabulated).
+        let mech = Mechanics { seek: p.mechanics.seek.tabulated(p.layout.cylinders), ..p.mechanics };
         Ok(Hdd {
             period_ns: 60e9 / p.rpm,
             layout: Arc::new(p.layout),
-            mech: Arc::new(p.mechanics),
+            mech: Arc::new(mech),
             ctrl: p.controller,
             table: SegmentTable::new(p.cache),
             arm: Head { pos: (0, 0), t: 0.0 },

@@ -18,6 +18,7 @@
 //! combines them as max(seek, head switch) + write settle.
 
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// A seek curve, in milliseconds as parameter files give it.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,9 +46,39 @@ pub enum SeekCurve {
     /// starting at 1 or more; between points linear, past the last point
     /// extrapolated from the last two.
     Table(Vec<(u32, f64)>),
+    /// `curve` worked out once for every distance below the drive's
+    /// cylinder count ([`SeekCurve::tabulated`]): the same values, read
+    /// from memory instead of a binary search or a square root per seek.
+    Tabulated { lut: SeekLut, curve: Box<SeekCurve> },
 }
 
+/// The values of a [`SeekCurve::Tabulated`], ms by distance.
+#[derive(Clone, PartialEq)]
+pub struct SeekLut(Arc<[f64]>);
+
+impl std::fmt::Debug for SeekLut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SeekLut({} distances)", self.0.len())
+    }
+}
+
+/// Drives up to this many cylinders get a lookup table (8 bytes each: 2 MiB
+/// at most, once per simulated drive); larger ones compute each seek.
+const LUT_MAX_CYLINDERS: u32 = 1 << 18;
+
 impl SeekCurve {
+    /// This curve with its values for distances 0..`cylinders` precomputed
+    /// (every seek on a drive of that many cylinders is shorter), exactly
+    /// as [`SeekCurve::ms`] gives them; unchanged when the drive is larger
+    /// than [`LUT_MAX_CYLINDERS`] or the curve is tabulated already.
+    pub fn tabulated(self, cylinders: u32) -> SeekCurve {
+        if cylinders > LUT_MAX_CYLINDERS || matches!(self, SeekCurve::Tabulated { .. }) {
+            return self;
+        }
+        let lut: Arc<[f64]> = (0..cylinders).map(|d| self.ms(d)).collect();
+        SeekCurve::Tabulated { lut: SeekLut(lut), curve: Box::new(self) }
+    }
+
     /// The WPCAS paper's equation (2), Ruemmler & Wilkes's HP 97560 curve
     /// (DISKS.md): 3.24 + 0.400·√d ms for d ≤ 383, 8.00 + 0.008·d beyond.
     pub fn hp97560() -> SeekCurve {
@@ -110,6 +141,7 @@ impl SeekCurve {
                     return bad("the square-root part must cover at least distance 1");
                 }
             }
+            SeekCurve::Tabulated { curve, .. } => return curve.check(what),
             SeekCurve::Table(points) => {
                 if points.len() < 2 {
                     return bad("a seek table needs at least two points");
@@ -136,6 +168,10 @@ impl SeekCurve {
             return 0.0;
         }
         match self {
+            SeekCurve::Tabulated { lut, curve } => match lut.0.get(d as usize) {
+                Some(&v) => v,
+                None => curve.ms(d),
+            },
             SeekCurve::Constant(t) => *t,
             SeekCurve::ThreePoint { one, avg, full, cylinders } => {
                 let third = (*cylinders / 3).max(2) as f64;
@@ -282,6 +318,30 @@ mod tests {
         // interpolates downwards too.
         let s = SeekCurve::Table(vec![(10, 1.531), (12, 1.515)]);
         assert!((s.ms(11) - 1.523).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_tabulated_curve_gives_the_same_values() {
+        let curves = [
+            SeekCurve::hp97560(),
+            SeekCurve::Table(vec![(2, 1.0), (12, 2.0), (112, 4.0)]),
+            SeekCurve::lee(1.0, 8.0, 16.0, 3000),
+            SeekCurve::ThreePoint { one: 1.0, avg: 5.0, full: 9.0, cylinders: 301 },
+        ];
+        for c in curves {
+            let t = c.clone().tabulated(2000);
+            assert!(matches!(t, SeekCurve::Tabulated { .. }));
+            t.check("t").unwrap();
+            // Inside the table and past it (a distance no drive of 2,000
+            // cylinders has, answered by the curve itself).
+            for d in [0, 1, 2, 7, 11, 12, 100, 383, 384, 1999, 2000, 5000] {
+                assert_eq!(t.ms(d).to_bits(), c.ms(d).to_bits(), "{c:?} at {d}");
+            }
+        }
+        let big = SeekCurve::Constant(2.0).tabulated(LUT_MAX_CYLINDERS + 1);
+        assert_eq!(big, SeekCurve::Constant(2.0), "too many cylinders: no table");
+        let bad = SeekCurve::Table(vec![(5, 1.0), (5, 2.0)]).tabulated(10);
+        assert!(bad.check("t").is_err(), "checks see through the table");
     }
 
     #[test]
