@@ -5,11 +5,12 @@
 //! Also the DiskSim validation replay (HP C2247A, `data/disksim/`), repeated
 //! until it has served at least N requests.
 //!
-//! The last workload is issue 12's "closed random load": the issue measured
-//! it on DiskSim's HP C3323A, which this repository does not ship, so it runs
-//! on the closest drive it does ship and validates, the HP C2247A (HP's
-//! 3.5-inch SCSI drive of about 1 GB, 5400 rpm, from the same years),
-//! whatever `--disk` says. It is the load `scripts/bench_commands.py` times end to end.
+//! The last workload is issue 12's "closed random load on DiskSim's HP
+//! C3323A" (`data/disksim/hp_c3323a.parv`), whatever `--disk` says: 8
+//! processes, each waiting for its 4 KiB random read and issuing the next at
+//! once, over the whole disk. `scripts/disksim_closed.py` runs DiskSim 4.0's
+//! own synthetic generator on the same load, interleaved with this binary, so
+//! that the two can be compared on one machine in one run.
 //!
 //! Usage: iolab-sim-bench [--requests N] [--disk PRESET] [--workload K] [SCHEDULER ... | replay]
 //!
@@ -47,23 +48,25 @@ fn workloads() -> Vec<(&'static str, WorkloadSpec, Option<DiskSpec>)> {
         })
     };
     // Closed: each of 8 processes waits for its O_DIRECT 4 KiB random read
-    // and issues the next at once (no think time), files of 100 MB spread
-    // over the first 800 MB, as scripts/bench_commands.py's `iolab run`.
+    // and issues the next at once (no think time), all over the whole disk
+    // as DiskSim's generators draw (a file of its own per process would make
+    // FIFO service cycle through 8 neighbouring regions: shorter seeks). The
+    // C3323A has 2,056,008 sectors; 1,003 MiB is all but 1,864 of them.
     let closed = WorkloadSpec::Processes(ProcessesSpec {
-        placement: Placement::Spread,
+        placement: Placement::Shared,
         group: vec![GroupSpec {
             count: 8,
             pattern: Pattern::Random,
             request_kb: 4.0,
-            file_mb: 100.0,
+            file_mb: 1003.0,
             ..GroupSpec::default()
         }],
     });
-    let c2247a = DiskSpec { preset: None, diskspecs: Some(disksim_data().join("hp_c2247a.diskspecs").to_string_lossy().into_owned()), ..DiskSpec::default() };
+    let c3323a = DiskSpec { preset: None, diskspecs: Some(disksim_data().join("hp_c3323a.parv").to_string_lossy().into_owned()), ..DiskSpec::default() };
     vec![
         ("16 sequential readers, think 1 ms", g(Pattern::Sequential, 1.0), None),
         ("16 random readers, think 2 ms", g(Pattern::Random, 2.0), None),
-        ("8 closed random readers, C2247A", closed, Some(c2247a)),
+        ("8 closed random readers, C3323A", closed, Some(c3323a)),
     ]
 }
 
