@@ -454,13 +454,31 @@ impl Elevator for Cfq {
 
     /// `cfq_merged_request`: a front merge re-sorts the request
     /// (`cfq_reposition_rq_rb` -> `cfq_add_rq_rb`, which also offers it as
-    /// the next request to serve).
+    /// the next request to serve). `cfq_add_rq_rb`'s alias rule holds here
+    /// too: a request already queued at the new start sector goes to the
+    /// dispatch list first (without it, the tree kept one of the two and
+    /// the other was lost, and the queue stalled with it counted as queued).
     fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
         let rule = self.seek_rule();
         let id = self.queue_of(old.pid, rq_is_sync(old));
-        let q = &mut self.queues[id];
-        q.replace_sorted(old, *new);
+        if old.sector != new.sector {
+            // elv_rb_del: out of the tree while the aliases are dispatched
+            // (its FIFO entry and `next_rq` follow it in replace_sorted).
+            self.queues[id].sort.remove(&old.sector);
+            while let Some(alias) = self.queues[id].sort.get(&new.sector).copied() {
+                self.dispatch_insert(id, alias);
+            }
+            let q = &mut self.queues[id];
+            q.sort.insert(old.sector, *old);
+            q.replace_sorted(old, *new);
+            if !q.on_rr {
+                self.rr.add(&mut self.queues, id);
+            }
+        } else {
+            self.queues[id].replace_sorted(old, *new);
+        }
         if kind == MergeKind::Front {
+            let q = &mut self.queues[id];
             q.next_rq = queue::choose_req(&rule, q.next_request(), Some(new)).map(|r| r.sector);
         }
     }
@@ -585,6 +603,30 @@ mod tests {
         w.sync = true;
         c.insert(w, ms(0));
         assert_eq!(c.queues[sync_queue(0)].sort.len(), 2);
+    }
+
+    #[test]
+    fn a_front_merge_onto_an_alias_dispatches_the_alias() {
+        // Two async writes at 1536, each grown to start at 1408 by a bio
+        // merged in front: the second lands on the first's new sector, and
+        // cfq_add_rq_rb sends the first to the dispatch list. (The tree used
+        // to keep one of them and lose the other: the engine then stopped
+        // with "stalled ... 1 requests queued"; found by engine_properties.)
+        let mut c = cfq();
+        let grown = |r: Request| Request { sector: 1408, nr_sectors: 256, ..r };
+        let a = Request { nr_sectors: 128, ..write(0, 0, 1536, ms(0)) };
+        c.insert(a, ms(0));
+        c.merged(&a, &grown(a), MergeKind::Front);
+        let b = Request { nr_sectors: 128, ..write(1, 0, 1536, ms(1)) };
+        c.insert(b, ms(1));
+        assert_eq!(c.dlist.len(), 0, "different sectors so far: no alias");
+        c.merged(&b, &grown(b), MergeKind::Front);
+        assert_eq!(c.dlist.len(), 1, "the first request is the alias");
+        assert_eq!(c.queued(), 2);
+        let first = take(&mut c, ms(1));
+        let second = take(&mut c, ms(1));
+        assert_eq!((first.id, first.sector, second.id, second.sector), (0, 1408, 1, 1408));
+        assert_eq!(c.queued(), 0);
     }
 
     #[test]

@@ -232,15 +232,19 @@ impl CfqQueue {
     }
 
     /// A queued request grew (a merge): its tree entry, FIFO entry and,
-    /// if it was `next_rq`, that too follow it.
+    /// if it was `next_rq`, that too follow it. A FIFO emptied while the
+    /// request was out of the tree (its aliases dispatched: the tree was
+    /// empty for a moment) gets the request's entry back: it is the only
+    /// request queued then, so the FIFO holds it alone.
     pub fn replace_sorted(&mut self, old: &Request, new: Request) {
         if old.sector != new.sector {
             self.sort.remove(&old.sector);
             if self.next_rq == Some(old.sector) {
                 self.next_rq = Some(new.sector);
             }
-            if let Some(f) = self.fifo.iter_mut().find(|f| f.id == old.id) {
-                f.sector = new.sector;
+            match self.fifo.iter_mut().find(|f| f.id == old.id) {
+                Some(f) => f.sector = new.sector,
+                None => self.fifo.push_back(FifoEntry { arrival: old.arrival, id: old.id, sector: new.sector }),
             }
         }
         self.sort.insert(new.sector, new);
