@@ -62,6 +62,7 @@ demo: build
 bench: build
 	cargo run --release -q -p iolab-sim --bin iolab-sim-bench
 	$(PY) scripts/bench_commands.py
+	$(PY) scripts/disksim_closed.py
 
 # FastQueue against its peers; a few minutes (see docs/fastqueue.md).
 bench-queue: build
