@@ -52,7 +52,7 @@ pub use format::QueueKind;
 pub use queue::{Config, Durability, FastQueue, Message, OpenReport, RoundTicket, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
 pub use repair::{CheckReport, RepairReport};
 pub use scan::{Problem, ProblemKind, TornTail};
-pub use storage::{read_full, DirStorage, Storage, StorageFile};
+pub use storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
 
 use std::path::Path;
 
