@@ -226,6 +226,11 @@ pub struct Stats {
     pub bytes_written: u64,
     /// Segments recycled since open.
     pub recycled: u64,
+    /// Segments whose messages are all acknowledged but which are not
+    /// recycled yet because a consumer's mapped batch still borrows from
+    /// them ([`FastQueue::dequeue_batch_mapped`]): each keeps a segment
+    /// file on disk until the batch lets go.
+    pub pinned_segments: usize,
     /// What the open found.
     pub open: OpenReport,
 }
@@ -1114,6 +1119,7 @@ impl FastQueue {
         (s.sync_p50_us, s.sync_p99_us) = (pct(0.5), pct(0.99));
         s.segments = st.segments.len();
         s.free_segments = st.free.len();
+        s.pinned_segments = st.retire_pinned.len();
         s
     }
 

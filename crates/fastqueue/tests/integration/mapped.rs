@@ -286,12 +286,14 @@ fn a_pinned_segment_is_not_recycled_until_the_batch_lets_go() {
     }
     std::thread::sleep(Duration::from_millis(200));
     assert!(pinned.exists(), "a pinned segment was recycled");
+    assert_eq!(q.stats().pinned_segments, 1);
     let got: Vec<Vec<u8>> = batch.iter().map(|m| m.payload.to_vec()).collect();
     assert_eq!(got, first, "a pinned segment's bytes changed");
     // Let go: the recycler (polling every 50 ms) takes it now.
     batch.clear();
     assert_eq!(batch.pinned_segments(), 0);
     assert!(eventually(|| !pinned.exists()), "the segment was not recycled after the batch let go");
+    assert!(eventually(|| q.stats().pinned_segments == 0));
 }
 
 #[test]
