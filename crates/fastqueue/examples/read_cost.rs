@@ -2,7 +2,10 @@
 //! messages of `SIZE` bytes (default 65536) are stored, then one consumer
 //! reads and deletes them all in batches of 512, as the benchmark's read
 //! phase does, with each read API ("vec": `dequeue_batch`, a fresh `Vec`
-//! per message; "batch": `dequeue_batch_into` one reused `MessageBatch`),
+//! per message; "batch": `dequeue_batch_into` one reused `MessageBatch`;
+//! "mapped": `dequeue_batch_mapped` into one reused `MessageBatch`, the
+//! payloads borrowed from the segments' mappings, for FastQueue; the
+//! baseline has no such read and uses its best, the "batch" one),
 //! for FastQueue and the file-per-message baseline, warm (as the writes
 //! left the page cache) and cold (files evicted first). Prints per message
 //! the wall time, the consumer thread's CPU time and page faults
@@ -12,7 +15,8 @@
 //!     cargo run --release -p fastqueue --features bench --example read_cost -- DIR COUNT [SIZE] [REPS]
 //!
 //! `STORES=fastqueue` and `APIS=batch` in the environment run only those
-//! (for a profile of one consumer); `PREFETCH_KIB` sets FastQueue's
+//! (for a profile of one consumer; `PAUSE_MS=500` announces each read
+//! phase on stderr and waits before it, for `perf record -p`); `PREFETCH_KIB` sets FastQueue's
 //! `prefetch_bytes` (the longest run of records read with one call).
 //!
 //! Unlike the benchmark the stores are filled without timing (FastQueue
@@ -24,13 +28,19 @@ use std::time::Instant;
 
 use fastqueue::{bench, Config, Durability, FastQueue, FilePerMessageQueue, MessageBatch};
 
-/// The consumer thread's (CPU seconds, minor page faults).
-fn thread_usage() -> (f64, i64) {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+/// The consumer thread's (CPU seconds, minor page faults, voluntary
+/// context switches), and the whole process's CPU seconds (the queue's
+/// writer and syncer threads write and sync the delete flags meanwhile).
+fn thread_usage() -> (f64, i64, i64, f64) {
+    let usage = |who| {
+        // SAFETY: getrusage fills the struct we pass.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        u
+    };
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    (t(u.ru_utime) + t(u.ru_stime), u.ru_minflt)
+    let (me, all) = (usage(libc::RUSAGE_THREAD), usage(libc::RUSAGE_SELF));
+    (t(me.ru_utime) + t(me.ru_stime), me.ru_minflt, me.ru_nvcsw, t(all.ru_utime) + t(all.ru_stime))
 }
 
 struct Cost {
@@ -38,6 +48,10 @@ struct Cost {
     wall: f64,
     cpu: f64,
     faults: i64,
+    /// The consumer's voluntary context switches (it slept: a lock, I/O).
+    sleeps: i64,
+    /// CPU of every thread of the process.
+    proc_cpu: f64,
     wait: f64,
 }
 
@@ -60,8 +74,8 @@ fn fill_fq(dir: &Path, count: usize, size: usize) -> FastQueue {
     q
 }
 
-fn read_fq(q: &FastQueue, batch: Option<&mut MessageBatch>) -> Cost {
-    let (c0, f0) = thread_usage();
+fn read_fq(q: &FastQueue, batch: Option<&mut MessageBatch>, mapped: bool) -> Cost {
+    let (c0, f0, s0, p0) = thread_usage();
     let t0 = Instant::now();
     let mut msgs = 0;
     let mut last = None;
@@ -69,7 +83,11 @@ fn read_fq(q: &FastQueue, batch: Option<&mut MessageBatch>) -> Cost {
     loop {
         let ids: Vec<u64> = match batch.as_deref_mut() {
             Some(b) => {
-                q.dequeue_batch_into(512, None, b).unwrap();
+                if mapped {
+                    q.dequeue_batch_mapped(512, None, b).unwrap();
+                } else {
+                    q.dequeue_batch_into(512, None, b).unwrap();
+                }
                 std::hint::black_box(&*b);
                 b.ids()
             }
@@ -85,13 +103,17 @@ fn read_fq(q: &FastQueue, batch: Option<&mut MessageBatch>) -> Cost {
         msgs += ids.len();
         last = Some(q.ack_many_nowait(&ids).unwrap());
     }
+    if let Some(b) = batch {
+        // A finished consumer lets go of its pins.
+        b.clear();
+    }
     let t1 = Instant::now();
     if let Some(r) = last {
         q.wait_durable(r).unwrap();
     }
     let wall = t0.elapsed().as_secs_f64();
-    let (c1, f1) = thread_usage();
-    Cost { msgs, wall, cpu: c1 - c0, faults: f1 - f0, wait: t1.elapsed().as_secs_f64() }
+    let (c1, f1, s1, p1) = thread_usage();
+    Cost { msgs, wall, cpu: c1 - c0, faults: f1 - f0, sleeps: s1 - s0, proc_cpu: p1 - p0, wait: t1.elapsed().as_secs_f64() }
 }
 
 fn fill_fpm(dir: &Path, count: usize, size: usize) -> FilePerMessageQueue {
@@ -113,7 +135,7 @@ fn fill_fpm(dir: &Path, count: usize, size: usize) -> FilePerMessageQueue {
 }
 
 fn read_fpm(q: &FilePerMessageQueue, batch: Option<&mut MessageBatch>) -> Cost {
-    let (c0, f0) = thread_usage();
+    let (c0, f0, s0, p0) = thread_usage();
     let t0 = Instant::now();
     let mut msgs = 0;
     let mut batch = batch;
@@ -139,8 +161,18 @@ fn read_fpm(q: &FilePerMessageQueue, batch: Option<&mut MessageBatch>) -> Cost {
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let (c1, f1) = thread_usage();
-    Cost { msgs, wall, cpu: c1 - c0, faults: f1 - f0, wait: 0.0 }
+    let (c1, f1, s1, p1) = thread_usage();
+    Cost { msgs, wall, cpu: c1 - c0, faults: f1 - f0, sleeps: s1 - s0, proc_cpu: p1 - p0, wait: 0.0 }
+}
+
+/// With `PAUSE_MS` set: says on stderr that a read phase starts and waits
+/// that long first, so that a profiler can be attached to it alone
+/// (`perf record -p PID`), not to the filling.
+fn mark(store: &str, api: &str, cold: bool) {
+    if let Some(ms) = std::env::var("PAUSE_MS").ok().and_then(|v| v.parse::<u64>().ok()) {
+        eprintln!("read_cost {}: reading {store} {api} {}", std::process::id(), if cold { "cold" } else { "warm" });
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 fn main() {
@@ -155,13 +187,16 @@ fn main() {
         std::process::exit(2);
     });
     let (count, size, reps) = (num(2, 0), num(3, 65536), num(4, 1));
-    println!("# {count} messages of {size} B per row; per message: wall, consumer CPU, consumer page faults; wait = the last ack's sync");
-    println!("{:>3} {:<17} {:<5} {:<4} {:>9} {:>9} {:>8} {:>8} {:>8}", "rep", "store", "api", "page", "msg/s", "wall us", "cpu us", "faults", "wait ms");
+    println!("# {count} messages of {size} B per row; per message: wall, consumer CPU, consumer page faults, the process's CPU (all threads); per batch of 512: the consumer's sleeps (voluntary context switches); wait = the last ack's sync");
+    println!(
+        "{:>3} {:<17} {:<6} {:<4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>8}",
+        "rep", "store", "api", "page", "msg/s", "wall us", "cpu us", "faults", "proc us", "sleeps", "wait ms"
+    );
     let pick = |var: &str, all: &[&'static str]| -> Vec<&'static str> {
         let want = std::env::var(var).unwrap_or_default();
         all.iter().copied().filter(|x| want.is_empty() || want.split(',').any(|w| w == *x)).collect()
     };
-    let (stores, apis) = (pick("STORES", &["fastqueue", "file-per-message"]), pick("APIS", &["vec", "batch"]));
+    let (stores, apis) = (pick("STORES", &["fastqueue", "file-per-message"]), pick("APIS", &["vec", "batch", "mapped"]));
     for rep in 1..=reps {
         for &store in &stores {
             for cold in [false, true] {
@@ -171,24 +206,26 @@ fn main() {
                     // clock to a batch's size, as the benchmark does (a fresh
                     // one per row, so that no row inherits another's pages).
                     let mut b = MessageBatch::with_capacity(512 * fastqueue::format::record_len(size));
-                    let batch = (api == "batch").then_some(&mut b);
+                    let batch = (api != "vec").then_some(&mut b);
                     let c = if store == "fastqueue" {
                         let q = fill_fq(&path, count, size);
                         if cold {
                             bench::evict(&path);
                         }
-                        read_fq(&q, batch)
+                        mark(store, api, cold);
+                        read_fq(&q, batch, api == "mapped")
                     } else {
                         let q = fill_fpm(&path, count, size);
                         if cold {
                             bench::evict(&path);
                         }
+                        mark(store, api, cold);
                         read_fpm(&q, batch)
                     };
                     assert_eq!(c.msgs, count, "{store}: read back {} of {count}", c.msgs);
                     let per = |x: f64| x / c.msgs.max(1) as f64 * 1e6;
                     println!(
-                        "{:>3} {:<17} {:<5} {:<4} {:>9.0} {:>9.1} {:>8.1} {:>8.2} {:>8.1}",
+                        "{:>3} {:<17} {:<6} {:<4} {:>9.0} {:>9.1} {:>8.1} {:>8.2} {:>8.1} {:>7.1} {:>8.1}",
                         rep,
                         store,
                         api,
@@ -197,6 +234,8 @@ fn main() {
                         per(c.wall),
                         per(c.cpu),
                         c.faults as f64 / c.msgs.max(1) as f64,
+                        per(c.proc_cpu),
+                        c.sleeps as f64 / c.msgs.max(1) as f64 * 512.0,
                         c.wait * 1e3
                     );
                     let _ = std::fs::remove_dir_all(&path);

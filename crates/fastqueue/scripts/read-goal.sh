@@ -1,19 +1,24 @@
 #!/bin/sh
 # The read goal of issue 11 (part 5), reproducible: reading back 64 KiB
 # messages, FastQueue against the file-per-message baseline, warm and cold,
-# each case run with both read APIs back to back ("vec": a fresh Vec per
-# message, the API before MessageBatch; "batch": dequeue_batch_into one
-# reused MessageBatch, given to the baseline too), REPS rounds; fio's reads
-# of the same device in the same run bound the cold rows. Then the read
-# path alone (examples/read_cost.rs): time, CPU and page faults per message.
+# each case run with each read API of $APIS back to back (default
+# "batch,mapped"; "vec": a fresh Vec per message, the API before
+# MessageBatch; "batch": dequeue_batch_into one reused MessageBatch, given
+# to the baseline too; "mapped": FastQueue's dequeue_batch_mapped, payloads
+# borrowed from the segments' mappings, against the baseline's best read,
+# the batch), REPS rounds; fio's reads of the same device in the same run
+# bound the cold rows. Then the read path alone (examples/read_cost.rs):
+# time, CPU and page faults per message.
 #
 #   flock /work/wt/bench.lock crates/fastqueue/scripts/read-goal.sh DIR [REPS] > out.txt
+#   (APIS=vec,batch,mapped for all three; RC_COUNT, RC_REPS: read_cost's messages and rounds)
 #
 # Build first: cargo build --release -p fastqueue --features cli --bin fastqueue-bench
 #              cargo build --release -p fastqueue --features bench --example read_cost
 set -eu
 dir=${1:?usage: read-goal.sh DIR [REPS]}
 reps=${2:-3}
+apis=${APIS:-batch,mapped}
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 bin=$top/target/release
 mkdir -p "$dir"
@@ -41,9 +46,9 @@ fio_all() {
 fio_all
 stamp "fastqueue-bench start"
 "$bin/fastqueue-bench" --dir "$dir/bench" --peers fastqueue,file-per-message --sizes 65536 \
-    --producers 1,4,16,64 --read-api vec,batch --reps "$reps"
+    --producers 1,4,16,64 --read-api "$apis" --reps "$reps"
 stamp "fastqueue-bench end"
 fio_all
 stamp "read_cost start"
-"$bin/examples/read_cost" "$dir/rc" 4096 65536 2
+APIS=$apis "$bin/examples/read_cost" "$dir/rc" "${RC_COUNT:-4096}" 65536 "${RC_REPS:-2}"
 stamp "read_cost end"

@@ -11,9 +11,18 @@
 //! ever grows, and after the first batch no page is allocated or faulted
 //! in. Payloads are handed out as slices borrowed from the batch, so the
 //! borrow checker guarantees that no slice outlives the next dequeue.
+//!
+//! [`crate::FastQueue::dequeue_batch_mapped`] fills the same batch without
+//! a copy: its payloads are slices of the segments' shared mappings, and
+//! the batch holds a clone of each mapping it borrows from (a *pin*), so
+//! that the queue does not recycle those segments until the batch is
+//! cleared, refilled or dropped. The borrow checker again ties every
+//! slice to the batch, hence to its pins.
+
+use std::sync::Arc;
 
 use crate::format::QueueKind;
-use crate::queue::Message;
+use crate::queue::{Message, SegMap};
 
 /// Messages of one dequeue, their bytes in one buffer reused by the next
 /// dequeue into the same batch. See
@@ -28,7 +37,12 @@ pub struct MessageBatch {
     /// Bytes of `buf` that belong to this batch.
     used: usize,
     items: Vec<Item>,
+    /// Mappings that payloads borrow from, one clone per segment (pins).
+    pins: Vec<Arc<SegMap>>,
 }
+
+/// `Item::src` of a payload in the batch's own buffer.
+const OWN: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Item {
@@ -36,7 +50,9 @@ struct Item {
     attempts: u32,
     kind: QueueKind,
     enqueued_ns: u64,
-    /// Where the payload sits in `buf`.
+    /// Where the payload is: `buf` ([`OWN`]) or `pins[src]`, at
+    /// `start..start + len`.
+    src: u32,
     start: usize,
     len: usize,
 }
@@ -87,7 +103,7 @@ impl MessageBatch {
         // compiler either; what the bytes hold does not matter (the part
         // past `used` is stale by design).
         let buf = vec![0xA5u8; bytes];
-        MessageBatch { buf, used: 0, items: Vec::new() }
+        MessageBatch { buf, used: 0, items: Vec::new(), pins: Vec::new() }
     }
 
     /// Messages in the batch.
@@ -120,16 +136,29 @@ impl MessageBatch {
         self.buf.len()
     }
 
-    /// Forgets the messages; the buffer is kept for the next dequeue.
+    /// Segments whose mappings this batch pins (holds payloads of, after
+    /// [`crate::FastQueue::dequeue_batch_mapped`]); 0 after a copying
+    /// dequeue or [`MessageBatch::clear`].
+    pub fn pinned_segments(&self) -> usize {
+        self.pins.len()
+    }
+
+    /// Forgets the messages and lets go of the pinned segments (the queue
+    /// may recycle them now); the buffer is kept for the next dequeue.
     pub fn clear(&mut self) {
         self.used = 0;
         self.items.clear();
+        self.pins.clear();
     }
 
     fn view(&self, it: &Item) -> MessageRef<'_> {
+        let payload = match it.src {
+            OWN => &self.buf[it.start..it.start + it.len],
+            i => self.pins[i as usize].slice(it.start, it.len),
+        };
         MessageRef {
             id: it.id,
-            payload: &self.buf[it.start..it.start + it.len],
+            payload,
             attempts: it.attempts,
             kind: it.kind,
             enqueued_ns: it.enqueued_ns,
@@ -166,7 +195,24 @@ impl MessageBatch {
     /// Adds a message whose payload is at `start..start + len`.
     pub(crate) fn push(&mut self, id: u64, attempts: u32, kind: QueueKind, enqueued_ns: u64, start: usize, len: usize) {
         debug_assert!(start + len <= self.used);
-        self.items.push(Item { id, attempts, kind, enqueued_ns, start, len });
+        self.items.push(Item { id, attempts, kind, enqueued_ns, src: OWN, start, len });
+    }
+
+    /// Adds a message whose payload is at `payload` of `map` (already
+    /// checked), pinning `map` if the batch does not yet.
+    pub(crate) fn push_mapped(&mut self, id: u64, attempts: u32, kind: QueueKind, enqueued_ns: u64, map: &Arc<SegMap>, payload: std::ops::Range<usize>) {
+        let (start, len) = (payload.start, payload.len());
+        // A batch's messages mostly come from one or two segments: the last
+        // pin is the one to compare with.
+        let src = match self.pins.iter().rposition(|p| Arc::ptr_eq(p, map)) {
+            Some(i) => i,
+            None => {
+                self.pins.push(map.clone());
+                self.pins.len() - 1
+            }
+        };
+        debug_assert!(start + len <= map.len());
+        self.items.push(Item { id, attempts, kind, enqueued_ns, src: src as u32, start, len });
     }
 
     /// Used bytes so far (where the next reserve starts).
@@ -181,6 +227,7 @@ impl std::fmt::Debug for MessageBatch {
             .field("messages", &self.items.len())
             .field("used", &self.used)
             .field("buffer_bytes", &self.buf.len())
+            .field("pinned_segments", &self.pins.len())
             .finish()
     }
 }

@@ -24,7 +24,9 @@
 //! batch (the default, [`run`]) or into a fresh `Vec<u8>` per message
 //! (`dequeue_batch`, [`run_with`]); both stores get the same choice, so
 //! the ratio compares the stores and not their consumers' allocators. The
-//! other peers have only the second kind.
+//! other peers have only the second kind. [`ReadApi::Mapped`] reads
+//! FastQueue without a copy (`dequeue_batch_mapped`) and gives the
+//! baseline the best read it has, the reused batch.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,6 +100,11 @@ pub enum ReadApi {
     Batch,
     /// `dequeue_batch`: every payload a freshly allocated `Vec<u8>`.
     Vec,
+    /// FastQueue: `dequeue_batch_mapped` into one kept [`MessageBatch`]
+    /// (payloads borrowed from the segments' mappings, no copy). The
+    /// file-per-message baseline has no such read and uses its best, the
+    /// kept batch of [`ReadApi::Batch`] (one `read` per file).
+    Mapped,
 }
 
 impl ReadApi {
@@ -106,6 +113,7 @@ impl ReadApi {
         match self {
             ReadApi::Batch => "batch",
             ReadApi::Vec => "vec",
+            ReadApi::Mapped => "mapped",
         }
     }
 
@@ -114,7 +122,8 @@ impl ReadApi {
         match s {
             "batch" => Ok(ReadApi::Batch),
             "vec" => Ok(ReadApi::Vec),
-            _ => Err(format!("read API: unknown '{s}'; expected batch or vec")),
+            "mapped" => Ok(ReadApi::Mapped),
+            _ => Err(format!("read API: unknown '{s}'; expected batch, vec or mapped")),
         }
     }
 }
@@ -168,8 +177,9 @@ trait Store: Sync {
 }
 
 /// A store's consumer batch, kept across its `drain` calls as a consumer
-/// would keep it for its life (`None`: the `Vec` API).
-type Reuse = Option<Mutex<MessageBatch>>;
+/// would keep it for its life, and whether FastQueue fills it mapped
+/// (`None`: the `Vec` API).
+type Reuse = Option<(Mutex<MessageBatch>, bool)>;
 
 /// Messages per dequeue in the read phase.
 const READ_BATCH: usize = 512;
@@ -181,15 +191,21 @@ const READ_BATCH: usize = 512;
 /// batches long. Both stores get the same.
 fn reuse(api: ReadApi, size: usize) -> Reuse {
     let bytes = (READ_BATCH * crate::format::record_len(size)).min(64 << 20);
-    (api == ReadApi::Batch).then(|| Mutex::new(MessageBatch::with_capacity(bytes)))
+    match api {
+        ReadApi::Vec => None,
+        ReadApi::Batch => Some((Mutex::new(MessageBatch::with_capacity(bytes)), false)),
+        // FastQueue's mapped batch needs no buffer for large records, but
+        // the baseline reads into it: both get the same.
+        ReadApi::Mapped => Some((Mutex::new(MessageBatch::with_capacity(bytes)), true)),
+    }
 }
 
 /// The read API a store with this `Reuse` uses.
 fn api_of(reuse: &Reuse) -> ReadApi {
-    if reuse.is_some() {
-        ReadApi::Batch
-    } else {
-        ReadApi::Vec
+    match reuse {
+        None => ReadApi::Vec,
+        Some((_, false)) => ReadApi::Batch,
+        Some((_, true)) => ReadApi::Mapped,
     }
 }
 
@@ -205,12 +221,18 @@ impl Store for Fq {
     fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
         let mut last = None;
-        let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
+        let mapped = self.1.as_ref().is_some_and(|r| r.1);
+        let mut kept = self.1.as_ref().map(|b| b.0.lock().unwrap());
         while n < max {
             let want = (READ_BATCH as u64).min(max - n) as usize;
             let ids: Vec<u64> = match kept.as_deref_mut() {
                 Some(batch) => {
-                    self.0.dequeue_batch_into(want, None, batch).map_err(|e| e.to_string())?;
+                    if mapped {
+                        self.0.dequeue_batch_mapped(want, None, batch)
+                    } else {
+                        self.0.dequeue_batch_into(want, None, batch)
+                    }
+                    .map_err(|e| e.to_string())?;
                     std::hint::black_box(&*batch);
                     batch.ids()
                 }
@@ -225,6 +247,12 @@ impl Store for Fq {
             }
             n += ids.len() as u64;
             last = Some(self.0.ack_many_nowait(&ids).map_err(|e| e.to_string())?);
+        }
+        if let Some(b) = kept.as_deref_mut() {
+            // Lets go of the pins (a mapped batch): the read phase ends
+            // with everything acknowledged, as a consumer that finished
+            // would leave it.
+            b.clear();
         }
         if let Some(round) = last {
             self.0.wait_durable(round).map_err(|e| e.to_string())?;
@@ -248,7 +276,8 @@ impl Store for Fpm {
     }
     fn drain(&self, max: u64) -> Result<u64, String> {
         let mut n = 0;
-        let mut kept = self.1.as_ref().map(|b| b.lock().unwrap());
+        // Mapped or not: the baseline's best read is the kept batch.
+        let mut kept = self.1.as_ref().map(|b| b.0.lock().unwrap());
         loop {
             let want = (READ_BATCH as u64).min(max - n) as usize;
             let ids: Vec<u64> = match kept.as_deref_mut() {

@@ -5,7 +5,10 @@
 //! producers into one write and one `fdatasync` (Lazy Gathering Write,
 //! group commit) and returns once the message is durable. Consumers take
 //! messages with [`FastQueue::dequeue_batch`], served from one large
-//! read-ahead buffer (Sequential Grouping Prefetch), and acknowledge them
+//! read-ahead buffer (Sequential Grouping Prefetch), or without a copy with
+//! [`FastQueue::dequeue_batch_mapped`] (payloads borrowed from the
+//! segments' shared mappings, the segments pinned against recycling while
+//! a [`MessageBatch`] holds them), and acknowledge them
 //! with [`FastQueue::ack`] (a 1-byte delete-flag write) or give them back
 //! with [`FastQueue::nack`] (retry queue, then dead-letter queue). The
 //! Message Index Node table lives in memory and is rebuilt on open by a
@@ -52,7 +55,7 @@ pub use format::QueueKind;
 pub use queue::{Config, Durability, FastQueue, Message, OpenReport, RoundTicket, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
 pub use repair::{CheckReport, RepairReport};
 pub use scan::{Problem, ProblemKind, TornTail};
-pub use storage::{read_full, DirStorage, Storage, StorageFile};
+pub use storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
 
 use std::path::Path;
 

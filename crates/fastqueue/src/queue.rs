@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::format::*;
 use crate::manifest::{self, Manifest, Tail};
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
-use crate::storage::{read_full, DirStorage, Storage, StorageFile};
+use crate::storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
 
 /// When [`FastQueue::enqueue`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +226,11 @@ pub struct Stats {
     pub bytes_written: u64,
     /// Segments recycled since open.
     pub recycled: u64,
+    /// Segments whose messages are all acknowledged but which are not
+    /// recycled yet because a consumer's mapped batch still borrows from
+    /// them ([`FastQueue::dequeue_batch_mapped`]): each keeps a segment
+    /// file on disk until the batch lets go.
+    pub pinned_segments: usize,
     /// What the open found.
     pub open: OpenReport,
 }
@@ -265,6 +270,53 @@ struct Segment {
     live: u64,
     /// End of the published records.
     end: u64,
+    /// The segment mapped for [`FastQueue::dequeue_batch_mapped`], made at
+    /// its first mapped read and kept until the segment is recycled (one
+    /// `mmap` per segment, not per read). Every batch holding slices of it
+    /// holds a clone: the recycler leaves the segment alone while any
+    /// clone but this one exists.
+    map: Option<Arc<SegMap>>,
+}
+
+/// A segment's read-only mapping, shared by the queue and the batches that
+/// borrow payloads from it (their *pins*).
+pub(crate) struct SegMap {
+    map: FileMap,
+    /// The queue's lock, kept while any pin exists: otherwise a consumer
+    /// holding a batch past the queue's close could see a later open
+    /// recycle the segment and rewrite the bytes it borrows.
+    _lock: Arc<Unlock>,
+}
+
+impl SegMap {
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The mapped bytes `start..start + len`. Only for bytes that nobody
+    /// writes while the slice lives: payloads of published records (the
+    /// queue never rewrites them while the segment is in use, and does not
+    /// recycle a pinned segment); anyone else writing the file breaks that
+    /// (docs/fastqueue.md). Panics out of bounds.
+    pub(crate) fn slice(&self, start: usize, len: usize) -> &[u8] {
+        assert!(start <= self.map.len() && len <= self.map.len() - start);
+        // SAFETY: in bounds (checked); the mapping lives as long as `self`;
+        // the bytes are not written while borrowed (above).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len) }
+    }
+
+    /// Copies the mapped bytes at `start` into `dst` with volatile reads:
+    /// for record headers, whose delete flag the writer may be changing
+    /// at that moment (the header checksum leaves it out, so a flag
+    /// changing under the copy cannot make a header look valid or not).
+    pub(crate) fn copy_to(&self, start: usize, dst: &mut [u8]) {
+        assert!(start <= self.map.len() && dst.len() <= self.map.len() - start);
+        for (i, d) in dst.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked); a byte read has no alignment need.
+            *d = unsafe { std::ptr::read_volatile(self.map.as_ptr().add(start + i)) };
+        }
+    }
 }
 
 /// Records bound for one segment, written by one call.
@@ -345,6 +397,10 @@ struct State {
     writer_done: bool,
     /// Segments to recycle, found at completion; the recycler renames them.
     retire_pending: Vec<u64>,
+    /// Segments to recycle that a mapped batch still pins: the recycler
+    /// looks at them again each time it wakes (at least every 50 ms) and
+    /// recycles each once its last pin is gone.
+    retire_pinned: Vec<u64>,
     failed: Option<String>,
     closing: bool,
     closed: bool,
@@ -370,6 +426,9 @@ struct ReadCache {
 
 struct Inner {
     storage: Arc<dyn Storage>,
+    /// The queue's lock, released when the last holder goes: the queue,
+    /// or a mapped batch that outlives it (see [`SegMap`]).
+    lock: Arc<Unlock>,
     dir: PathBuf,
     cfg: Config,
     clock: Arc<dyn Clock>,
@@ -417,6 +476,9 @@ struct Popped {
     file: Arc<dyn StorageFile>,
     seg_name: String,
     seg_end: u64,
+    /// The segment's mapping, pinned, for a mapped read (`None`: read with
+    /// a copy).
+    map: Option<Arc<SegMap>>,
 }
 
 impl FastQueue {
@@ -448,7 +510,7 @@ impl FastQueue {
             Ok(false) => return Err(Error::Locked { path: dir }),
             Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
         }
-        let lock = Unlock(storage.clone());
+        let lock = Arc::new(Unlock(storage.clone()));
         let found = scan(&*storage, ScanMode::Open)?;
         for name in &found.temporary {
             storage.remove(name).map_err(|e| Error::io(storage.path(name), "remove", e))?;
@@ -473,7 +535,7 @@ impl FastQueue {
         for seg in &found.segments {
             st.segments.insert(
                 seg.seq,
-                Segment { name: seg.name.clone(), file: seg.file.clone(), live: 0, end: seg.end },
+                Segment { name: seg.name.clone(), file: seg.file.clone(), live: 0, end: seg.end, map: None },
             );
         }
         let mut superseded = Vec::new();
@@ -524,6 +586,7 @@ impl FastQueue {
             allocator: Mutex::new(None),
             manifest_generation: Mutex::new(found.manifest.as_ref().map_or(0, |m| m.generation)),
             storage,
+            lock,
         });
         if inner.cfg.spare_segments > 1 {
             // Asked-for spares must fit on the disk. (One, the default, is
@@ -577,8 +640,6 @@ impl FastQueue {
         // cleanly) before any write.
         inner.write_manifest(None)?;
         inner.state.lock().unwrap().stats.open.duration = started.elapsed();
-        // From here on the lock is released when `inner` is dropped.
-        std::mem::forget(lock);
         let mut threads = Vec::new();
         let spawn = |name: &str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
             let worker = inner.clone();
@@ -753,7 +814,7 @@ impl FastQueue {
     }
 
     fn take(&self, max: usize, wait: Option<Duration>, dead: bool, visibility: Option<Duration>) -> Result<Vec<Message>> {
-        let popped = self.pop_for_delivery(max, wait, dead, visibility)?;
+        let popped = self.pop_for_delivery(max, wait, dead, visibility, false)?;
         self.inner.read(popped)
     }
 
@@ -785,15 +846,75 @@ impl FastQueue {
         // Emptied before anything can fail, so that an error never leaves
         // the last batch's messages looking like this call's.
         batch.clear();
-        let popped = self.pop_for_delivery(max, wait, false, visibility)?;
+        let popped = self.pop_for_delivery(max, wait, false, visibility, false)?;
         self.inner.read_into(popped, batch)?;
+        Ok(batch.len())
+    }
+
+    /// Takes up to `max` messages like [`FastQueue::dequeue_batch_into`],
+    /// but without copying their payloads: the batch's payload slices
+    /// borrow from a read-only shared mapping of the segment files (one
+    /// `mmap` per segment, kept by the queue). Each record is checked in
+    /// place as `dequeue_batch` checks it (header checksum, payload CRC32C,
+    /// id, segment, length; the file's length is looked up before each run
+    /// of records, so a record cut under the queue is reported "cut short"
+    /// instead of being touched).
+    ///
+    /// While the batch holds messages of a segment, that segment is
+    /// *pinned*: it is not recycled (nor rewritten) even once all its
+    /// messages are acknowledged, until the batch is cleared, reused for
+    /// the next dequeue or dropped; the writer meanwhile takes a fresh
+    /// segment file, it never waits for a consumer. A batch kept after the
+    /// queue is closed keeps the queue's lock until then.
+    ///
+    /// **SIGBUS**: if another process cuts a segment file (`truncate`)
+    /// while this batch maps it, touching a payload past the new end
+    /// kills the process with `SIGBUS`, as with LMDB. The queue never cuts
+    /// its own files while it is open (they are preallocated, of a fixed
+    /// size, under the queue's `flock`), so only someone ignoring that lock
+    /// can do it; where that cannot be ruled out, read with
+    /// [`FastQueue::dequeue_batch_into`] (a copy: a cut file is reported,
+    /// never fatal). Storage that cannot be mapped (the crash simulator) is
+    /// read with a copy, transparently.
+    pub fn dequeue_batch_mapped(&self, max: usize, wait: Option<Duration>, batch: &mut MessageBatch) -> Result<usize> {
+        self.dequeue_batch_mapped_with_visibility(max, wait, self.inner.cfg.visibility_timeout, batch)
+    }
+
+    /// [`FastQueue::dequeue_batch_mapped`] with a visibility timeout for
+    /// these deliveries, as in [`FastQueue::dequeue_batch_with_visibility`].
+    pub fn dequeue_batch_mapped_with_visibility(
+        &self,
+        max: usize,
+        wait: Option<Duration>,
+        visibility: Option<Duration>,
+        batch: &mut MessageBatch,
+    ) -> Result<usize> {
+        if let Some(v) = visibility {
+            check_visibility(v)?;
+        }
+        // Clearing drops the last batch's pins before new ones are taken.
+        batch.clear();
+        let popped = self.pop_for_delivery(max, wait, false, visibility, true)?;
+        self.inner.read_mapped(popped, batch)?;
         Ok(batch.len())
     }
 
     /// Pops up to `max` messages for delivery (marking them in flight),
     /// waiting up to `wait` for the first; the payloads are read by the
     /// caller, outside the state lock.
-    fn pop_for_delivery(&self, max: usize, wait: Option<Duration>, dead: bool, visibility: Option<Duration>) -> Result<Vec<Popped>> {
+    ///
+    /// With `map`, each message also gets its segment's mapping (made now
+    /// if the segment has none), cloned under the state lock: the pin is
+    /// taken before any acknowledgement could let the recycler at the
+    /// segment.
+    fn pop_for_delivery(
+        &self,
+        max: usize,
+        wait: Option<Duration>,
+        dead: bool,
+        visibility: Option<Duration>,
+        map: bool,
+    ) -> Result<Vec<Popped>> {
         self.inner.owner()?;
         let clock = &self.inner.clock;
         let deadline = wait.map(|w| Instant::now() + w);
@@ -807,8 +928,13 @@ impl FastQueue {
                 st = self.inner.usable()?;
                 continue;
             }
-            let popped = pop(&mut st, max, dead, now, visibility);
+            let mut popped = pop(&mut st, max, dead, now, visibility);
             if !popped.is_empty() {
+                if map {
+                    // A mapping that cannot be made fails the call like a
+                    // failed read: the messages stay in flight.
+                    self.inner.pin_maps(&mut st, &mut popped)?;
+                }
                 break popped;
             }
             let Some(deadline) = deadline else { return Ok(Vec::new()) };
@@ -931,7 +1057,7 @@ impl FastQueue {
             (seg.file.clone(), seg.name.clone(), seg.end)
         };
         drop(st);
-        let read = self.inner.read(vec![Popped { id, min: min.clone(), file, seg_name: name, seg_end: end }]);
+        let read = self.inner.read(vec![Popped { id, min: min.clone(), file, seg_name: name, seg_end: end, map: None }]);
         let mut st = self.inner.state.lock().unwrap();
         let msg = match read {
             Ok(mut m) => m.pop().unwrap(),
@@ -993,6 +1119,7 @@ impl FastQueue {
         (s.sync_p50_us, s.sync_p99_us) = (pct(0.5), pct(0.99));
         s.segments = st.segments.len();
         s.free_segments = st.free.len();
+        s.pinned_segments = st.retire_pinned.len();
         s
     }
 
@@ -1042,7 +1169,14 @@ impl FastQueue {
         if let Some(h) = self.inner.allocator.lock().unwrap().take() {
             let _ = h.join();
         }
-        let retire = std::mem::take(&mut self.inner.state.lock().unwrap().retire_pending);
+        let retire = {
+            // Pinned ones whose batches let go meanwhile too (those still
+            // pinned stay segments: the next open recycles them).
+            let mut st = self.inner.state.lock().unwrap();
+            let mut seqs = std::mem::take(&mut st.retire_pending);
+            seqs.append(&mut st.retire_pinned);
+            seqs
+        };
         if let Err(e) = self.inner.retire(retire) {
             self.inner.fail(e);
         }
@@ -1072,17 +1206,11 @@ impl FastQueue {
 }
 
 /// Releases the queue lock when dropped.
-struct Unlock(Arc<dyn Storage>);
+pub(crate) struct Unlock(Arc<dyn Storage>);
 
 impl Drop for Unlock {
     fn drop(&mut self) {
         self.0.unlock();
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.storage.unlock();
     }
 }
 
@@ -1177,7 +1305,7 @@ fn pop(st: &mut State, max: usize, dead: bool, now: u64, visibility: Option<Dura
         let min = min.clone();
         st.in_flight += 1;
         let seg = &st.segments[&min.seq];
-        out.push(Popped { id, file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, min });
+        out.push(Popped { id, file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, min, map: None });
     }
     out
 }
@@ -1227,7 +1355,7 @@ impl Inner {
             let popped = {
                 let st = self.state.lock().unwrap();
                 let seg = &st.segments[&min.seq];
-                Popped { id, min: min.clone(), file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end }
+                Popped { id, min: min.clone(), file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, map: None }
             };
             let read = self.read(vec![popped]);
             let mut st = self.usable()?;
@@ -1245,6 +1373,20 @@ impl Inner {
             let crc = crc32c::crc32c(&msg.payload);
             let now = self.clock.now_ns();
             self.append(&mut st, id, &msg.payload, crc, QueueKind::Dead, min.attempts, min.enqueued_ns, now);
+        }
+        Ok(())
+    }
+
+    /// Gives each popped message its segment's mapping, mapping the
+    /// segment now if it has none (storage without mappings: left `None`).
+    fn pin_maps(&self, st: &mut State, popped: &mut [Popped]) -> Result<()> {
+        for p in popped {
+            let seg = st.segments.get_mut(&p.min.seq).unwrap();
+            if seg.map.is_none() {
+                let made = seg.file.map().map_err(|e| Error::io(self.storage.path(&seg.name), "mmap", e))?;
+                seg.map = made.map(|map| Arc::new(SegMap { map, _lock: self.lock.clone() }));
+            }
+            p.map = seg.map.clone();
         }
         Ok(())
     }

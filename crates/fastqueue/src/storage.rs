@@ -104,6 +104,45 @@ pub trait StorageFile: Send + Sync {
     fn is_linked(&self) -> io::Result<bool> {
         Ok(true)
     }
+    /// A read-only shared mapping of the whole file as it is now
+    /// (`mmap(PROT_READ, MAP_SHARED)`), for reads without a copy; `None`
+    /// where the storage has no such thing (the crash simulator): the
+    /// queue then reads with copies.
+    fn map(&self) -> io::Result<Option<FileMap>> {
+        Ok(None)
+    }
+}
+
+/// A read-only shared mapping of a file, from [`StorageFile::map`].
+///
+/// It shows the file's page cache: writes to the file by anyone show
+/// through, and touching a page past the end of a file someone cut
+/// *after* the mapping was made raises `SIGBUS` (see docs/fastqueue.md,
+/// "Reading without a copy"). The queue only reads through it bytes it
+/// never rewrites while a batch holds them, and checks the file's length
+/// before each run of records.
+pub struct FileMap {
+    map: memmap2::Mmap,
+}
+
+impl FileMap {
+    /// Bytes mapped (the file's length when it was mapped).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether nothing is mapped (an empty file).
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The mapping's first byte. Raw on purpose: the queue makes slices
+    /// only of bytes nobody writes while they are borrowed (payloads of
+    /// published records), and copies the rest (record headers, whose
+    /// delete flag `ack` changes in place) with volatile reads.
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        self.map.as_ptr()
+    }
 }
 
 /// Reads as much of `buf` as the file has from `offset`.
@@ -267,6 +306,14 @@ impl StorageFile for RealFile {
     fn is_linked(&self) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
         Ok(self.0.metadata()?.nlink() > 0)
+    }
+    fn map(&self) -> io::Result<Option<FileMap>> {
+        // SAFETY: memmap2 calls a mapping unsafe because the file may
+        // change under it. The mapping is read-only, and FileMap hands out
+        // no slice itself: the queue decides which bytes may be borrowed
+        // (see FileMap::as_ptr).
+        let map = unsafe { memmap2::MmapOptions::new().map(&self.0)? };
+        Ok(Some(FileMap { map }))
     }
 }
 

@@ -31,9 +31,11 @@ struct Args {
     /// FastQueue's batch timer in microseconds.
     #[arg(long, default_value_t = 1000)]
     batch_delay_us: u64,
-    /// How consumers read back: "batch" (one reused MessageBatch) and/or
-    /// "vec" (a fresh Vec per message); with both, each case runs once per
-    /// API, back to back, so the two are paired.
+    /// How consumers read back: "batch" (one reused MessageBatch), "vec"
+    /// (a fresh Vec per message), "mapped" (FastQueue: payloads borrowed
+    /// from the segments' mappings; the baseline: its best, "batch"); with
+    /// several, each case runs once per API, back to back, so they are
+    /// paired.
     #[arg(long, value_delimiter = ',', default_values_t = [String::from("batch")])]
     read_api: Vec<String>,
     /// Repetitions of every case (each round runs all cases in turn).
@@ -52,7 +54,8 @@ fn main() {
     });
     // "read" says how the consumer read: "batch" = dequeue_batch_into one
     // reused MessageBatch, "vec" = a fresh Vec per message (queue-file and
-    // SQLite only have that).
+    // SQLite only have that), "mapped" = FastQueue's dequeue_batch_mapped
+    // (the baseline reads as with "batch").
     println!(
         "{:>3} {:<17} {:>6} {:>4} {:>10} {:>9} {:>9} {:>9} {:>5} {:>10} {:>10}",
         "rep", "peer", "size", "prod", "msg/s", "MB/s", "p50 us", "p99 us", "read", "read msg/s", "cold msg/s"

@@ -13,8 +13,12 @@
 //! slices), small records copied out of the shared buffer. No allocation
 //! per message, and no fresh pages to fault in once the buffer has grown.
 //!
+//! `dequeue_batch_mapped` copies nothing: each record is checked where it
+//! lies in the segment's shared mapping and its payload handed out as a
+//! slice of it (the batch pins the mapping, see `MessageBatch`).
+//!
 //! Every record's header and payload checksums are verified again when it
-//! is read, by both paths.
+//! is read, by every path.
 
 use super::*;
 
@@ -58,6 +62,78 @@ impl Inner {
                 return Err(e);
             }
             i = j;
+        }
+        Ok(())
+    }
+
+    /// Checks the records of popped messages in place, in their segments'
+    /// mappings, and hands their payloads to `batch` as slices of them
+    /// (emptied first; emptied again, pins and all, if a check fails).
+    /// Messages of a segment without a mapping (storage that cannot map)
+    /// are read with a copy, as `read_into` does.
+    pub(super) fn read_mapped(&self, items: Vec<Popped>, batch: &mut MessageBatch) -> Result<()> {
+        batch.clear();
+        let mut i = 0;
+        while i < items.len() {
+            let done = match &items[i].map {
+                Some(map) => {
+                    // Adjacent records of one segment: one length check for
+                    // all of them (no cap: nothing is read into a buffer).
+                    let mut j = i + 1;
+                    while j < items.len()
+                        && items[j].min.seq == items[i].min.seq
+                        && items[j].min.offset == items[j - 1].min.offset + record_len(items[j - 1].min.payload_len as usize) as u64
+                    {
+                        j += 1;
+                    }
+                    let r = self.check_mapped(&items[i..j], map, batch);
+                    i = j;
+                    r
+                }
+                None => {
+                    let (j, bytes) = self.run_end(&items, i);
+                    let r = if bytes / (j - i) >= SCATTER_MIN {
+                        self.read_run_into(&items[i..j], bytes, batch)
+                    } else {
+                        self.read_cached_into(&items[i..j], batch)
+                    };
+                    i = j;
+                    r
+                }
+            };
+            if let Err(e) = done {
+                batch.clear();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a run of adjacent records in `map` and adds them to `batch`.
+    ///
+    /// The file's length is looked up first (`fstat`) and bounds what is
+    /// touched: a page of a mapping past the end of its file raises
+    /// `SIGBUS`, so a record cut under the queue is reported "cut short"
+    /// from the length alone, as the copying read reports a short read.
+    /// (A cut made after this look-up and before the checks below is the
+    /// case the documentation warns of.) Headers are copied out before
+    /// they are decoded (`SegMap::copy_to`); payloads are checked where
+    /// they lie, which also brings their pages in.
+    fn check_mapped(&self, run: &[Popped], map: &Arc<SegMap>, batch: &mut MessageBatch) -> Result<()> {
+        let first = &run[0];
+        let file_len = first.file.len().map_err(|e| Error::io(self.storage.path(&first.seg_name), "stat", e))?;
+        let avail = (file_len as usize).min(map.len());
+        let mut header = [0u8; RECORD_HEADER_LEN];
+        for it in run {
+            let at = it.min.offset as usize;
+            let payload_len = it.min.payload_len as usize;
+            let have = avail.saturating_sub(at);
+            let hn = have.min(RECORD_HEADER_LEN);
+            map.copy_to(at.min(avail), &mut header[..hn]);
+            let payload = (have >= RECORD_HEADER_LEN + payload_len).then(|| map.slice(at + RECORD_HEADER_LEN, payload_len));
+            let h = self.verify(it, &header[..hn], payload)?;
+            let payload = at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + payload_len;
+            batch.push_mapped(it.id, it.min.attempts, h.kind, h.enqueued_ns, map, payload);
         }
         Ok(())
     }

@@ -247,7 +247,21 @@ impl Inner {
         let mut done = Vec::new();
         for seq in seqs {
             let mut st = self.state.lock().unwrap();
-            let Some(seg) = st.segments.remove(&seq) else { continue };
+            let Some(seg) = st.segments.get(&seq) else { continue };
+            if seg.map.as_ref().is_some_and(|m| Arc::strong_count(m) > 1) {
+                // A mapped batch still borrows from it: renamed to a free
+                // file it could be rewritten under the consumer. Looked at
+                // again later (`recycler_loop`); the writer takes another
+                // segment file meanwhile. Pins are only taken under the
+                // state lock, so a count of 1 seen here stays 1.
+                if !st.retire_pinned.contains(&seq) {
+                    st.retire_pinned.push(seq);
+                }
+                continue;
+            }
+            let seg = st.segments.remove(&seq).unwrap();
+            // Unmapped here (the state's clone is the last one).
+            drop(seg.map);
             let free = free_name(st.next_free);
             st.next_free += 1;
             drop(st);
@@ -255,6 +269,10 @@ impl Inner {
                 .rename(&seg.name, &free)
                 .map_err(|e| Error::io(self.storage.path(&seg.name), "rename", e))?;
             done.push(free);
+        }
+        if done.is_empty() {
+            // All pinned: nothing renamed, nothing to make durable.
+            return Ok(());
         }
         self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
         // Only now, and before the free files can be reused, does the
@@ -307,7 +325,7 @@ impl Inner {
         file.sync_data().map_err(|e| io("fdatasync", e))?;
         self.storage.rename(&from, &name).map_err(|e| io("rename", e))?;
         self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
-        let seg = Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN };
+        let seg = Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN, map: None };
         self.state.lock().unwrap().segments.insert(seq, seg);
         self.write_manifest(None)
     }
@@ -511,13 +529,26 @@ impl Inner {
     pub(super) fn recycler_loop(self: Arc<Self>) {
         loop {
             let mut st = self.state.lock().unwrap();
-            while st.retire_pending.is_empty() {
+            while st.retire_pending.is_empty() && !unpinned(&st) {
                 if st.failed.is_some() || (st.writer_done && st.written.is_empty()) {
                     return;
                 }
+                // Also the poll of pinned segments: a batch lets go of its
+                // pins without the state lock (it has no way to the queue),
+                // so nobody wakes the recycler for it.
                 st = self.recycle_cv.wait_timeout(st, Duration::from_millis(50)).unwrap().0;
             }
-            let seqs = std::mem::take(&mut st.retire_pending);
+            let mut seqs = std::mem::take(&mut st.retire_pending);
+            let free_now: Vec<u64> = {
+                let segs = &st.segments;
+                st.retire_pinned
+                    .iter()
+                    .copied()
+                    .filter(|seq| segs.get(seq).is_none_or(|s| s.map.as_ref().is_none_or(|m| Arc::strong_count(m) == 1)))
+                    .collect()
+            };
+            st.retire_pinned.retain(|seq| !free_now.contains(seq));
+            seqs.extend(free_now);
             drop(st);
             if let Err(e) = self.retire(seqs) {
                 self.fail(e);
@@ -717,3 +748,10 @@ const FLAG_SPAN_GAP: u64 = 4096;
 /// What writing a round gave: the files still to sync, the syncs done, the
 /// bytes written.
 type RoundWrite = (Vec<SegFile>, u64, u64);
+
+/// Whether a segment waiting for its pins to go has lost them all.
+fn unpinned(st: &State) -> bool {
+    st.retire_pinned.iter().any(|seq| {
+        st.segments.get(seq).is_none_or(|s| s.map.as_ref().is_none_or(|m| Arc::strong_count(m) == 1))
+    })
+}

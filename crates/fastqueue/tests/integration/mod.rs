@@ -4,6 +4,7 @@ mod corrupt;
 mod crash;
 mod hostile;
 mod killloop;
+mod mapped;
 mod torn;
 mod visibility;
 
