@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -99,36 +100,48 @@ def disksim_parv(requests: int) -> str:
             f"Generators = [\n{gens}\n] # end of generator list\n}} # end of synthetic workload spec\n")
 
 
-def run_disksim(disksim: str, work: Path) -> tuple[float, float]:
-    """Wall seconds and DiskSim's mean response time (ms) of one run."""
+def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system, from the children's
+    rusage: runs are one at a time) and standard output of `cmd`. CPU time
+    is what steal and other load change least on a shared virtual machine;
+    the wall time is what a user waits."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([disksim, "closed.parv", "closed.outv", "ascii", "0", "1"], cwd=work,
-                       capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    out = (work / "closed.outv").read_text(errors="replace") if (work / "closed.outv").exists() else ""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode != 0:
+        raise SystemExit(f"disksim_closed: {' '.join(cmd)} failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
+    return wall, cpu, p.stdout
+
+
+def run_disksim(disksim: str, work: Path) -> tuple[float, float, float]:
+    """Wall and CPU seconds and DiskSim's mean response time (ms) of one run."""
+    wall, cpu, _ = timed([disksim, "closed.parv", "closed.outv", "ascii", "0", "1"], cwd=work)
+    out = (work / "closed.outv").read_text(errors="replace")
     found = re.search(r"IOdriver Response time average:\s*([\d.]+)", out)
-    if p.returncode != 0 or not found:
-        raise SystemExit(f"disksim_closed: DiskSim failed (exit {p.returncode}): {p.stderr.strip()[-300:]}")
-    return wall, float(found.group(1))
+    if not found:
+        raise SystemExit("disksim_closed: DiskSim wrote no response time")
+    return wall, cpu, float(found.group(1))
 
 
-def run_iolab(sched: str, requests: int) -> tuple[float, float]:
-    """Requests/s and mean response time (ms) of one iolab-sim-bench run.
-    The response time follows from Little's law: 8 requests are always
+def run_iolab(sched: str, requests: int) -> tuple[float, float, float]:
+    """Wall and CPU seconds and mean response time (ms) of one
+    iolab-sim-bench run (the process as a whole, as DiskSim's). The
+    response time follows from Little's law: 8 requests are always
     outstanding, so R = 8 x simulated time / requests."""
-    out = subprocess.run([str(BENCH), "--requests", str(requests), "--workload", "3", sched],
-                         capture_output=True, text=True, check=True).stdout
+    wall, cpu, out = timed([str(BENCH), "--requests", str(requests), "--workload", "3", sched])
     row = [ln for ln in out.splitlines() if "C3323A" in ln][-1].split()
-    rate, simulated = float(row[-3]), float(row[-1])
-    return rate, 8 * simulated / requests * 1000
+    return wall, cpu, 8 * float(row[-1]) / requests * 1000
 
 
-def run_command(spec: Path) -> float:
-    """Wall seconds of `iolab run SPEC -q`, the whole command (its table on
-    the terminal; no report directory, as DiskSim writes one text file)."""
-    t0 = time.perf_counter()
-    subprocess.run(IOLAB + ["run", str(spec), "-q"], check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+def run_command(spec: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of `iolab run SPEC -q`, the whole command (its
+    table on the terminal; no report directory, as DiskSim writes one text
+    file)."""
+    wall, cpu, _ = timed(IOLAB + ["run", str(spec), "-q"])
+    return wall, cpu
 
 
 def load() -> str:
@@ -146,8 +159,9 @@ def main() -> None:
         raise SystemExit(f"disksim_closed: {BENCH} is missing: cargo build --release -p iolab-sim --bin iolab-sim-bench")
     builds = [b for b in os.environ.get("DISKSIM", "").split(os.pathsep) if b]
     commands = [] if a.no_command else [s for s in ("as", "wpcas") if s in a.schedulers]
-    rates: dict[str, list[float]] = {s: [] for s in a.schedulers}
-    rates.update({f"iolab run {s}": [] for s in commands})
+    # name -> [(wall s, cpu s)] per round, in round order.
+    runs: dict[str, list[tuple[float, float]]] = {s: [] for s in a.schedulers}
+    runs.update({f"iolab run {s}": [] for s in commands})
     resp: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="iolab-dsclosed-") as tmp:
         work = Path(tmp)
@@ -161,38 +175,50 @@ def main() -> None:
             specs[s].write_text(SPEC.format(parv=DATA / "hp_c3323a.parv", sched=s, requests=a.requests))
         labels = {b: f"DiskSim ({Path(b).name})" if len(builds) > 1 else "DiskSim 4.0" for b in builds}
         for b in builds:
-            rates[labels[b]] = []
+            runs[labels[b]] = []
         print(f"closed random load, HP C3323A, 8 processes x 4 KiB reads, {a.requests:,} requests per run, "
               f"{a.rounds} rounds interleaved ({load()}):")
         for _ in range(a.rounds):
             for s in a.schedulers:
-                r, resp[s] = run_iolab(s, a.requests)
-                rates[s].append(r)
+                wall, cpu, resp[s] = run_iolab(s, a.requests)
+                runs[s].append((wall, cpu))
             for s in commands:
-                rates[f"iolab run {s}"].append(a.requests / run_command(specs[s]))
+                runs[f"iolab run {s}"].append(run_command(specs[s]))
             for b in builds:
-                w, resp[labels[b]] = run_disksim(b, work)
-                rates[labels[b]].append(a.requests / w)
+                wall, cpu, resp[labels[b]] = run_disksim(b, work)
+                runs[labels[b]].append((wall, cpu))
         print(f"  ({load()} at the end)")
-    ref = max(max(rates[labels[b]]) for b in builds) if builds else None
-    print(f"  {'':<22} {'best req/s':>12} {'median':>12} {'mean resp ms':>13}  {'x DiskSim':>9}  recorded in issue 12")
-    for name, rs in rates.items():
-        ratio = f"{max(rs) / ref:8.1f}x" if ref else f"{'-':>9}"
+    n = a.requests
+    # The reference: the DiskSim build with the best median CPU rate.
+    ref = max((labels[b] for b in builds), key=lambda k: -statistics.median(c for _, c in runs[k])) if builds else None
+    print("  requests/s of wall time (best, median) and of CPU time (median); x DiskSim: the ratio of CPU times in")
+    print(f"  each round to {ref or 'DiskSim'}'s, median (min-max) over the rounds")
+    print(f"  {'':<22} {'wall best':>11} {'median':>11} {'CPU median':>11} {'mean resp ms':>13}  {'x DiskSim (CPU)':>19}  issue 12")
+    ratios: dict[str, list[float]] = {}
+    for name, rs in runs.items():
+        walls, cpus = [n / w for w, _ in rs], [n / c for _, c in rs]
+        cell = f"{'-':>19}"
+        if ref:
+            ratios[name] = [rc / name_c for (_, rc), (_, name_c) in zip(runs[ref], rs)]
+            r = ratios[name]
+            cell = f"{statistics.median(r):6.1f}x ({min(r):.1f}-{max(r):.1f})".rjust(19)
         rec = RECORDED.get(name)
         note = f"{rec / 1e6:.1f} M" if rec else ("205-272 k" if name.startswith("DiskSim") else "")
         shown = f"{resp[name]:>13.2f}" if name in resp else f"{'(same)':>13}"
-        print(f"  {name:<22} {max(rs):>12,.0f} {statistics.median(rs):>12,.0f} {shown}  {ratio}  {note}")
+        print(f"  {name:<22} {max(walls):>11,.0f} {statistics.median(walls):>11,.0f} {statistics.median(cpus):>11,.0f}"
+              f" {shown}  {cell}  {note}")
     lo, hi = RECORDED_DISKSIM
     for s, goal in GOALS.items():
         for name in (s, f"iolab run {s}"):
-            if name not in rates:
+            if name not in runs:
                 continue
-            line = f"  goal {s} >= {goal / 1e6:.0f} M requests/s, {name}: best {max(rates[name]) / 1e6:.2f} M here"
+            best = max(n / w for w, _ in runs[name])
+            line = f"  goal {s} >= {goal / 1e6:.0f} M requests/s, {name}: best {best / 1e6:.2f} M here"
             if ref:
                 # The goal was set on a machine where DiskSim ran this load at
                 # 205-272 k requests/s: as a multiple of DiskSim it is this range.
-                line += (f"; as a multiple of DiskSim on the issue's machine the goal is "
-                         f"{goal / hi:.1f}-{goal / lo:.1f}x, here {max(rates[name]) / ref:.1f}x")
+                line += (f"; as a multiple of DiskSim on the issue's machine {goal / hi:.1f}-{goal / lo:.1f}x, "
+                         f"here {statistics.median(ratios[name]):.1f}x (CPU, median of the rounds)")
             print(line)
     if not builds:
         print("  DiskSim not measured: give DISKSIM=/path/to/disksim (DiskSim 4.0; docs/bench.md says how to build it)")
