@@ -840,15 +840,7 @@ impl FastQueue {
         visibility: Option<Duration>,
         batch: &mut MessageBatch,
     ) -> Result<usize> {
-        if let Some(v) = visibility {
-            check_visibility(v)?;
-        }
-        // Emptied before anything can fail, so that an error never leaves
-        // the last batch's messages looking like this call's.
-        batch.clear();
-        let popped = self.pop_for_delivery(max, wait, false, visibility, false)?;
-        self.inner.read_into(popped, batch)?;
-        Ok(batch.len())
+        self.dequeue_batch_to(max, wait, visibility, batch, false)
     }
 
     /// Takes up to `max` messages like [`FastQueue::dequeue_batch_into`],
@@ -889,13 +881,31 @@ impl FastQueue {
         visibility: Option<Duration>,
         batch: &mut MessageBatch,
     ) -> Result<usize> {
+        self.dequeue_batch_to(max, wait, visibility, batch, true)
+    }
+
+    /// The two batch reads: payloads copied into the batch, or `mapped`.
+    fn dequeue_batch_to(
+        &self,
+        max: usize,
+        wait: Option<Duration>,
+        visibility: Option<Duration>,
+        batch: &mut MessageBatch,
+        mapped: bool,
+    ) -> Result<usize> {
         if let Some(v) = visibility {
             check_visibility(v)?;
         }
-        // Clearing drops the last batch's pins before new ones are taken.
+        // Emptied before anything can fail, so that an error never leaves
+        // the last batch's messages looking like this call's; clearing also
+        // drops the last batch's pins before new ones are taken.
         batch.clear();
-        let popped = self.pop_for_delivery(max, wait, false, visibility, true)?;
-        self.inner.read_mapped(popped, batch)?;
+        let popped = self.pop_for_delivery(max, wait, false, visibility, mapped)?;
+        if mapped {
+            self.inner.read_mapped(popped, batch)?;
+        } else {
+            self.inner.read_into(popped, batch)?;
+        }
         Ok(batch.len())
     }
 
