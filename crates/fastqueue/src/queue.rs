@@ -481,6 +481,14 @@ struct Popped {
     map: Option<Arc<SegMap>>,
 }
 
+impl Popped {
+    /// Message `id` (index entry `min`) of segment `seg`, to be read with
+    /// a copy; [`Inner::pin_maps`] gives it the mapping for a mapped read.
+    fn of(id: u64, min: Min, seg: &Segment) -> Popped {
+        Popped { id, min, file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, map: None }
+    }
+}
+
 impl FastQueue {
     /// Opens (or creates) the queue in directory `dir`.
     pub fn open(dir: impl AsRef<Path>, cfg: Config) -> Result<FastQueue> {
@@ -1062,12 +1070,9 @@ impl FastQueue {
                 m.clone()
             }
         };
-        let (file, name, end) = {
-            let seg = &st.segments[&min.seq];
-            (seg.file.clone(), seg.name.clone(), seg.end)
-        };
+        let popped = Popped::of(id, min.clone(), &st.segments[&min.seq]);
         drop(st);
-        let read = self.inner.read(vec![Popped { id, min: min.clone(), file, seg_name: name, seg_end: end, map: None }]);
+        let read = self.inner.read(vec![popped]);
         let mut st = self.inner.state.lock().unwrap();
         let msg = match read {
             Ok(mut m) => m.pop().unwrap(),
@@ -1315,7 +1320,7 @@ fn pop(st: &mut State, max: usize, dead: bool, now: u64, visibility: Option<Dura
         let min = min.clone();
         st.in_flight += 1;
         let seg = &st.segments[&min.seq];
-        out.push(Popped { id, file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, min, map: None });
+        out.push(Popped::of(id, min, seg));
     }
     out
 }
@@ -1362,11 +1367,7 @@ impl Inner {
     /// be durable: until it is, the message is still where it was).
     fn dead_letter(&self, dying: Vec<(u64, Min)>) -> Result<()> {
         for (id, min) in dying {
-            let popped = {
-                let st = self.state.lock().unwrap();
-                let seg = &st.segments[&min.seq];
-                Popped { id, min: min.clone(), file: seg.file.clone(), seg_name: seg.name.clone(), seg_end: seg.end, map: None }
-            };
+            let popped = Popped::of(id, min.clone(), &self.state.lock().unwrap().segments[&min.seq]);
             let read = self.read(vec![popped]);
             let mut st = self.usable()?;
             let msg = match read {
