@@ -462,14 +462,14 @@ impl Elevator for Cfq {
         let rule = self.seek_rule();
         let id = self.queue_of(old.pid, rq_is_sync(old));
         if old.sector != new.sector {
-            // elv_rb_del: out of the tree while the aliases are dispatched
-            // (its FIFO entry and `next_rq` follow it in replace_sorted).
+            // elv_rb_del: out of the tree while the aliases are dispatched;
+            // replace_sorted then puts it back at its new sector (its FIFO
+            // entry and `next_rq` follow it).
             self.queues[id].sort.remove(&old.sector);
             while let Some(alias) = self.queues[id].sort.get(&new.sector).copied() {
                 self.dispatch_insert(id, alias);
             }
             let q = &mut self.queues[id];
-            q.sort.insert(old.sector, *old);
             q.replace_sorted(old, *new);
             if !q.on_rr {
                 self.rr.add(&mut self.queues, id);

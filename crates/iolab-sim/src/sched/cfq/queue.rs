@@ -231,11 +231,12 @@ impl CfqQueue {
         choose_req(rule, next, prev).map(|r| r.sector)
     }
 
-    /// A queued request grew (a merge): its tree entry, FIFO entry and,
-    /// if it was `next_rq`, that too follow it. A FIFO emptied while the
-    /// request was out of the tree (its aliases dispatched: the tree was
-    /// empty for a moment) gets the request's entry back: it is the only
-    /// request queued then, so the FIFO holds it alone.
+    /// A queued request grew (a merge): its tree entry (if it is still in
+    /// the tree), FIFO entry and, if it was `next_rq`, that too follow it.
+    /// A FIFO emptied while the request was out of the tree (its aliases
+    /// dispatched: the tree was empty for a moment) gets the request's
+    /// entry back: it is the only request queued then, so the FIFO holds it
+    /// alone.
     pub fn replace_sorted(&mut self, old: &Request, new: Request) {
         if old.sector != new.sector {
             self.sort.remove(&old.sector);
