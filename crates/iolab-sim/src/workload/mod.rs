@@ -250,30 +250,20 @@ pub(crate) fn place(placement: Placement, sizes: &[u64], capacity: u64, field: &
     if matches!(placement, Placement::Directory | Placement::Ext3) {
         return fs_layout::place_in_directory(sizes, capacity, placement == Placement::Ext3, field);
     }
-    if placement == Placement::Shared {
-        let largest = sizes.iter().copied().max().unwrap_or(0);
-        if largest > capacity {
-            return Err(Error::invalid(
-                field,
-                format!(
-                    "a shared file of {} MiB does not fit the disk's {} MiB",
-                    largest * SECTOR_BYTES >> 20,
-                    capacity * SECTOR_BYTES >> 20
-                ),
-            ));
-        }
-        return Ok(vec![0; sizes.len()]);
+    // Shared files overlap from the disk's start: only the largest must fit.
+    let shared = placement == Placement::Shared;
+    let need = if shared { sizes.iter().copied().max().unwrap_or(0) } else { sizes.iter().sum() };
+    if need > capacity {
+        let mib = |sectors: u64| (sectors * SECTOR_BYTES) >> 20;
+        let why = if shared {
+            format!("a shared file of {} MiB does not fit the disk's {} MiB", mib(need), mib(capacity))
+        } else {
+            format!("the files need {} MiB but the disk holds {} MiB", mib(need), mib(capacity))
+        };
+        return Err(Error::invalid(field, why));
     }
-    let total: u64 = sizes.iter().sum();
-    if total > capacity {
-        return Err(Error::invalid(
-            field,
-            format!(
-                "the files need {} MiB but the disk holds {} MiB",
-                total * SECTOR_BYTES >> 20,
-                capacity * SECTOR_BYTES >> 20
-            ),
-        ));
+    if shared {
+        return Ok(vec![0; sizes.len()]);
     }
     let n = sizes.len() as u64;
     let mut starts = Vec::with_capacity(sizes.len());
