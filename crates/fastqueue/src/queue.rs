@@ -908,12 +908,10 @@ impl FastQueue {
         // the last batch's messages looking like this call's; clearing also
         // drops the last batch's pins before new ones are taken.
         batch.clear();
+        // Popped with their segments' mappings when `mapped`: read_batch
+        // reads those in place, the others with a copy.
         let popped = self.pop_for_delivery(max, wait, false, visibility, mapped)?;
-        if mapped {
-            self.inner.read_mapped(popped, batch)?;
-        } else {
-            self.inner.read_into(popped, batch)?;
-        }
+        self.inner.read_batch(popped, batch)?;
         Ok(batch.len())
     }
 

@@ -31,7 +31,7 @@ impl Inner {
         let mut out = Vec::with_capacity(items.len());
         let mut i = 0;
         while i < items.len() {
-            let (j, bytes) = self.run_end(&items, i);
+            let (j, bytes) = self.run_end(&items, i, self.cfg.prefetch_bytes);
             if bytes / (j - i) >= SCATTER_MIN {
                 self.read_scattered(&items[i..j], &mut out)?;
             } else {
@@ -43,68 +43,39 @@ impl Inner {
     }
 
     /// Reads the payloads of popped messages, in order, into `batch`
-    /// (emptied first; emptied again if a read fails). Large records are
-    /// read run by run with one plain read each, headers and all, straight
-    /// into the batch's buffer: one copy (kernel to buffer) and no
-    /// allocation once the buffer has grown to the batch's size.
-    pub(super) fn read_into(&self, items: Vec<Popped>, batch: &mut MessageBatch) -> Result<()> {
+    /// (emptied first; emptied again, pins and all, if a read or check
+    /// fails). A message popped with its segment's mapping is checked in
+    /// place and handed out as a slice of the mapping; the others are
+    /// copied: large records run by run with one plain read each, headers
+    /// and all, straight into the batch's buffer (one copy, kernel to
+    /// buffer, and no allocation once the buffer has grown), small ones
+    /// out of the shared prefetch buffer.
+    pub(super) fn read_batch(&self, items: Vec<Popped>, batch: &mut MessageBatch) -> Result<()> {
         batch.clear();
         let mut i = 0;
         while i < items.len() {
-            let (j, bytes) = self.run_end(&items, i);
-            let done = if bytes / (j - i) >= SCATTER_MIN {
-                self.read_run_into(&items[i..j], bytes, batch)
-            } else {
-                self.read_cached_into(&items[i..j], batch)
+            let (j, done) = match &items[i].map {
+                // Adjacent records of one segment: one length check for all
+                // of them (no cap: nothing is read into a buffer).
+                Some(map) => {
+                    let (j, _) = self.run_end(&items, i, usize::MAX);
+                    (j, self.check_mapped(&items[i..j], map, batch))
+                }
+                None => {
+                    let (j, bytes) = self.run_end(&items, i, self.cfg.prefetch_bytes);
+                    let done = if bytes / (j - i) >= SCATTER_MIN {
+                        self.read_run_into(&items[i..j], bytes, batch)
+                    } else {
+                        self.read_cached_into(&items[i..j], batch)
+                    };
+                    (j, done)
+                }
             };
             if let Err(e) = done {
                 batch.clear();
                 return Err(e);
             }
             i = j;
-        }
-        Ok(())
-    }
-
-    /// Checks the records of popped messages in place, in their segments'
-    /// mappings, and hands their payloads to `batch` as slices of them
-    /// (emptied first; emptied again, pins and all, if a check fails).
-    /// Messages of a segment without a mapping (storage that cannot map)
-    /// are read with a copy, as `read_into` does.
-    pub(super) fn read_mapped(&self, items: Vec<Popped>, batch: &mut MessageBatch) -> Result<()> {
-        batch.clear();
-        let mut i = 0;
-        while i < items.len() {
-            let done = match &items[i].map {
-                Some(map) => {
-                    // Adjacent records of one segment: one length check for
-                    // all of them (no cap: nothing is read into a buffer).
-                    let mut j = i + 1;
-                    while j < items.len()
-                        && items[j].min.seq == items[i].min.seq
-                        && items[j].min.offset == items[j - 1].min.offset + record_len(items[j - 1].min.payload_len as usize) as u64
-                    {
-                        j += 1;
-                    }
-                    let r = self.check_mapped(&items[i..j], map, batch);
-                    i = j;
-                    r
-                }
-                None => {
-                    let (j, bytes) = self.run_end(&items, i);
-                    let r = if bytes / (j - i) >= SCATTER_MIN {
-                        self.read_run_into(&items[i..j], bytes, batch)
-                    } else {
-                        self.read_cached_into(&items[i..j], batch)
-                    };
-                    i = j;
-                    r
-                }
-            };
-            if let Err(e) = done {
-                batch.clear();
-                return Err(e);
-            }
         }
         Ok(())
     }
@@ -139,16 +110,16 @@ impl Inner {
     }
 
     /// Where the run that starts at `items[i]` ends (exclusive), and its
-    /// bytes: adjacent records of one segment, at most `prefetch_bytes`
-    /// (one record at least).
-    fn run_end(&self, items: &[Popped], i: usize) -> (usize, usize) {
+    /// bytes: adjacent records of one segment, at most `cap` bytes (one
+    /// record at least).
+    fn run_end(&self, items: &[Popped], i: usize, cap: usize) -> (usize, usize) {
         let len = |it: &Popped| record_len(it.min.payload_len as usize);
         let mut j = i + 1;
         let mut bytes = len(&items[i]);
         while j < items.len()
             && items[j].min.seq == items[i].min.seq
             && items[j].min.offset == items[j - 1].min.offset + len(&items[j - 1]) as u64
-            && bytes + len(&items[j]) <= self.cfg.prefetch_bytes.max(len(&items[i]))
+            && bytes.saturating_add(len(&items[j])) <= cap.max(len(&items[i]))
         {
             bytes += len(&items[j]);
             j += 1;

@@ -248,7 +248,7 @@ impl Inner {
         for seq in seqs {
             let mut st = self.state.lock().unwrap();
             let Some(seg) = st.segments.get(&seq) else { continue };
-            if seg.map.as_ref().is_some_and(|m| Arc::strong_count(m) > 1) {
+            if pinned(seg) {
                 // A mapped batch still borrows from it: renamed to a free
                 // file it could be rewritten under the consumer. Looked at
                 // again later (`recycler_loop`); the writer takes another
@@ -539,14 +539,7 @@ impl Inner {
                 st = self.recycle_cv.wait_timeout(st, Duration::from_millis(50)).unwrap().0;
             }
             let mut seqs = std::mem::take(&mut st.retire_pending);
-            let free_now: Vec<u64> = {
-                let segs = &st.segments;
-                st.retire_pinned
-                    .iter()
-                    .copied()
-                    .filter(|seq| segs.get(seq).is_none_or(|s| s.map.as_ref().is_none_or(|m| Arc::strong_count(m) == 1)))
-                    .collect()
-            };
+            let free_now: Vec<u64> = st.retire_pinned.iter().copied().filter(|&seq| let_go(&st, seq)).collect();
             st.retire_pinned.retain(|seq| !free_now.contains(seq));
             seqs.extend(free_now);
             drop(st);
@@ -749,9 +742,18 @@ const FLAG_SPAN_GAP: u64 = 4096;
 /// bytes written.
 type RoundWrite = (Vec<SegFile>, u64, u64);
 
-/// Whether a segment waiting for its pins to go has lost them all.
+/// Whether a mapped batch borrows from `seg`: its mapping has a clone
+/// besides the state's own.
+fn pinned(seg: &Segment) -> bool {
+    seg.map.as_ref().is_some_and(|m| Arc::strong_count(m) > 1)
+}
+
+/// Whether segment `seq`, waiting for its pins to go, has lost them all.
+fn let_go(st: &State, seq: u64) -> bool {
+    st.segments.get(&seq).is_none_or(|s| !pinned(s))
+}
+
+/// Whether any segment waiting for its pins to go has lost them all.
 fn unpinned(st: &State) -> bool {
-    st.retire_pinned.iter().any(|seq| {
-        st.segments.get(seq).is_none_or(|s| s.map.as_ref().is_none_or(|m| Arc::strong_count(m) == 1))
-    })
+    st.retire_pinned.iter().any(|&seq| let_go(st, seq))
 }
