@@ -167,8 +167,9 @@ impl MessageBatch {
 
     /// Makes room for `n` more bytes and returns them with their offset in
     /// the buffer. The bytes are stale (from an earlier batch, or zeros):
-    /// the caller overwrites them with a read and then either
-    /// [`MessageBatch::commit`]s or [`MessageBatch::truncate_to`]s.
+    /// the caller overwrites them with a read and then adds the message
+    /// with [`MessageBatch::push`] or gives bytes back with
+    /// [`MessageBatch::truncate_to`].
     pub(crate) fn reserve(&mut self, n: usize) -> (usize, &mut [u8]) {
         let start = self.used;
         let end = start + n;
