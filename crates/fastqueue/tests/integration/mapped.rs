@@ -14,26 +14,13 @@ use std::time::{Duration, Instant};
 
 use fastqueue::format::{HeaderCheck, RecordHeader, SEGMENT_HEADER_LEN};
 use fastqueue::sim::SimStorage;
-use fastqueue::{Config, DirStorage, Error, FastQueue, ManualClock, Message, MessageBatch, QueueKind};
+use fastqueue::{Config, DirStorage, Error, FastQueue, ManualClock, Message, MessageBatch};
 use proptest::prelude::*;
 
+use super::batch::{ack_nack_visibility_and_dead_letters, config, sizes, BatchRead};
 use super::payload;
 
 const SEC: Duration = Duration::from_secs(1);
-
-fn config() -> Config {
-    Config { segment_size: 1 << 20, batch_delay: Duration::ZERO, spare_segments: 0, ..Config::default() }
-}
-
-/// Sizes on both sides of the 8 KiB line where the copying reads change
-/// method, empty and one-byte payloads, runs of equal large records, and
-/// runs of small ones.
-fn sizes() -> Vec<usize> {
-    let mut v = vec![0, 1, 7, 8, 100, 4000, 8191, 8192, 8193, 65536, 65536, 65536, 200_000, 3, 70_000, 9000, 50];
-    v.extend(std::iter::repeat_n(65536, 20));
-    v.extend((0..30).map(|i| 1 + 37 * i));
-    v
-}
 
 /// A copy of the queue directory `from` (closed) at `to`.
 fn copy_dir(from: &Path, to: &Path) {
@@ -111,51 +98,11 @@ fn storage_that_cannot_be_mapped_is_read_with_a_copy() {
 #[test]
 fn ack_nack_visibility_and_dead_letters_through_a_mapped_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::default());
-    let cfg = Config { max_attempts: 2, ..config() };
-    let storage = Arc::new(DirStorage::new(dir.path()).unwrap());
-    let q = FastQueue::open_with_clock(storage, cfg, clock.clone()).unwrap();
-    let ids: Vec<u64> = (0..6).map(|i| q.enqueue(&payload(&format!("v{i}"), 10_000 + i)).unwrap()).collect();
-    assert!(matches!(q.ack(ids[0]), Err(Error::NotDelivered { .. })));
-    let mut batch = MessageBatch::new();
-    assert_eq!(q.dequeue_batch_mapped_with_visibility(3, None, Some(10 * SEC), &mut batch).unwrap(), 3);
-    assert_eq!(batch.ids(), &ids[..3]);
-    assert_eq!(q.stats().in_flight, 3);
-    q.ack(ids[0]).unwrap();
-    assert_eq!(q.nack(ids[1], Duration::ZERO).unwrap(), QueueKind::Retry);
-    // ids[2] neither acked nor nacked: back after its timeout, first, the
-    // timeout counted; then the retry, then the main queue.
-    clock.advance(11 * SEC);
-    assert_eq!(q.dequeue_batch_mapped(10, None, &mut batch).unwrap(), 5);
-    let got: Vec<(u64, u32, QueueKind)> = batch.iter().map(|m| (m.id, m.attempts, m.kind)).collect();
-    assert_eq!(
-        got,
-        vec![
-            (ids[2], 1, QueueKind::Main),
-            (ids[1], 1, QueueKind::Retry),
-            (ids[3], 0, QueueKind::Main),
-            (ids[4], 0, QueueKind::Main),
-            (ids[5], 0, QueueKind::Main)
-        ]
-    );
-    for m in batch.iter() {
-        let i = (m.id - ids[0]) as usize;
-        assert_eq!(m.payload, &payload(&format!("v{i}"), 10_000 + i)[..]);
-    }
-    assert_eq!(q.nack(ids[1], Duration::ZERO).unwrap(), QueueKind::Dead);
-    let ack: Vec<u64> = batch.ids().into_iter().filter(|&id| id != ids[1]).collect();
-    let ticket = q.ack_many_nowait(&ack).unwrap();
-    q.wait_durable(ticket).unwrap();
-    // The slices stay valid and unchanged after their messages were
-    // acknowledged (the batch still pins the segment).
-    assert_eq!(batch.get(2).unwrap().payload, &payload("v3", 10_003)[..]);
-    assert!(matches!(q.ack(ids[3]), Err(Error::UnknownId { .. })));
-    assert_eq!(q.dequeue_batch_mapped(10, None, &mut batch).unwrap(), 0);
-    assert_eq!(q.dequeue_dead(10).unwrap().iter().map(|m| m.id).collect::<Vec<_>>(), vec![ids[1]]);
-    assert!(matches!(
-        q.dequeue_batch_mapped_with_visibility(1, None, Some(Duration::ZERO), &mut batch),
-        Err(Error::Invalid { .. })
-    ));
+    let read = BatchRead {
+        plain: FastQueue::dequeue_batch_mapped,
+        with_visibility: FastQueue::dequeue_batch_mapped_with_visibility,
+    };
+    ack_nack_visibility_and_dead_letters(Arc::new(DirStorage::new(dir.path()).unwrap()), read);
 }
 
 /// The segment files of the queue in `dir`, oldest first.
