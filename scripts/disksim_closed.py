@@ -107,7 +107,10 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
     the wall time is what a user waits."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except OSError as e:
+        raise SystemExit(f"disksim_closed: cannot run {cmd[0]}: {e.strerror}")
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -119,10 +122,11 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
 def run_disksim(disksim: str, work: Path) -> tuple[float, float, float]:
     """Wall and CPU seconds and DiskSim's mean response time (ms) of one run."""
     wall, cpu, _ = timed([disksim, "closed.parv", "closed.outv", "ascii", "0", "1"], cwd=work)
-    out = (work / "closed.outv").read_text(errors="replace")
-    found = re.search(r"IOdriver Response time average:\s*([\d.]+)", out)
+    outv = work / "closed.outv"
+    found = outv.exists() and re.search(r"IOdriver Response time average:\s*([\d.]+)", outv.read_text(errors="replace"))
     if not found:
-        raise SystemExit("disksim_closed: DiskSim wrote no response time")
+        raise SystemExit(f"disksim_closed: {disksim} wrote no DiskSim output (closed.outv with a response time)")
+    outv.unlink()
     return wall, cpu, float(found.group(1))
 
 
@@ -155,6 +159,8 @@ def main() -> None:
     ap.add_argument("--no-command", action="store_true", help="time the core only, not `iolab run`")
     ap.add_argument("schedulers", nargs="*", default=["noop", "deadline", "as", "cfq", "wpcas"])
     a = ap.parse_args()
+    if a.requests < 1 or a.rounds < 1:
+        ap.error("--requests and --rounds must be at least 1")
     if not BENCH.exists():
         raise SystemExit(f"disksim_closed: {BENCH} is missing: cargo build --release -p iolab-sim --bin iolab-sim-bench")
     builds = [b for b in os.environ.get("DISKSIM", "").split(os.pathsep) if b]
@@ -189,8 +195,8 @@ def main() -> None:
                 runs[labels[b]].append((wall, cpu))
         print(f"  ({load()} at the end)")
     n = a.requests
-    # The reference: the DiskSim build with the best median CPU rate.
-    ref = max((labels[b] for b in builds), key=lambda k: -statistics.median(c for _, c in runs[k])) if builds else None
+    # The reference: the DiskSim build with the least median CPU time.
+    ref = min((labels[b] for b in builds), key=lambda k: statistics.median(c for _, c in runs[k])) if builds else None
     print("  requests/s of wall time (best, median) and of CPU time (median); x DiskSim: the ratio of CPU times in")
     print(f"  each round to {ref or 'DiskSim'}'s, median (min-max) over the rounds")
     print(f"  {'':<22} {'wall best':>11} {'median':>11} {'CPU median':>11} {'mean resp ms':>13}  {'x DiskSim (CPU)':>19}  issue 12")
