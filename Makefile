@@ -14,7 +14,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-rust test-python demo bench bench-queue bench-mail bench-emu clean \
+.PHONY: all deps venv build test test-build test-rust test-python demo bench bench-queue bench-mail bench-emu clean \
 	test-kernel test-kernel-debug
 
 all: build
@@ -36,10 +36,20 @@ venv: $(VENV)/.stamp
 build: venv
 	$(VENV)/bin/maturin develop --release --extras dev -q
 
-test: build test-rust test-python test-kernel
+# `make test` compiles with the `wheel` profile (Cargo.toml: no LTO, no debug
+# info, 16 codegen units), the one `pip install .` uses: compiling every test
+# binary with `release`'s thin LTO and debug info took 11 of CI's 30 minutes.
+# The native module, the test binaries and test_install.py's wheel then share
+# one build of the dependencies. `make build`/`make bench` keep `release`.
+TEST_PROFILE ?= wheel
+
+test: test-build test-rust test-python test-kernel
+
+test-build: venv
+	$(VENV)/bin/maturin develop --profile $(TEST_PROFILE) --extras dev -q
 
 test-rust:
-	cargo test --workspace --release
+	cargo test --workspace --profile $(TEST_PROFILE)
 
 test-python:
 	$(PY) -m pytest -q
