@@ -5,7 +5,9 @@
 //! - `crash`: property tests over random operations and crash points on
 //!   the crash simulator (issue 4, item 8a).
 //! - `torn`: the log cut at every byte offset of its last records (8b).
-//! - `killloop`: a writer process killed with SIGKILL 200 times (8c).
 //! - `corrupt`: bit flips in the middle are reported, and repaired (8d).
+//!
+//! The kill -9 loop (8c) is a binary of its own, `killloop.rs`.
 
+mod common;
 mod integration;

@@ -8,6 +8,14 @@
 //! (`E id key`), before each ack (`A id`) and after each successful ack
 //! (`D id`), each line with one
 //! `write` call on an `O_APPEND` file, which a SIGKILL does not lose.
+//!
+//! A test binary of its own, apart from `main.rs`'s tests: between `fork`
+//! and `exec` each writer child holds a copy of every descriptor of the
+//! process that starts it, the `flock`ed lock files of queues that tests
+//! running beside it opened included, so one of those tests that closed a
+//! queue and reopened it at once could find it still locked (`Locked`).
+//! Alone in its process, this test starts children that can hold nothing
+//! but its own queue, which it never reopens before the child is dead.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
@@ -19,7 +27,10 @@ use std::time::Duration;
 
 use fastqueue::{Config, FastQueue};
 
-use super::{drain, key_of, payload};
+// Only some of the shared helpers are used here.
+#[allow(dead_code)]
+mod common;
+use common::{drain, key_of, payload};
 
 const ROUNDS: u32 = 200;
 
@@ -130,7 +141,7 @@ fn kill9_loop() {
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let mut child = Command::new(&exe)
-            .args(["--exact", "integration::killloop::kill_child", "--nocapture", "--test-threads=1"])
+            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
             .env("FQ_KILL_CHILD", dir.path())
             .env("FQ_KILL_ROUND", round.to_string())
             .stdout(Stdio::null())
