@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from iolab import _iolab
-from iolab.document import Document
 
 # (column, label, getter) for the per-run table; the JSON has them all.
 RUN_FIELDS = [
@@ -267,6 +266,8 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True,
     ]
     if doc.get("interrupted"):
         facts.append("interrupted: only the runs that finished are included")
+    from iolab.document import Document  # only for -o: its dataclasses and html cost ~10 ms at start-up
+
     page = Document(spec.get("name") or "iolab simulation")
     page.bullets(facts).para(f"{table_title(doc, summary, compact=False)}.").table(header, cells)
     note = deterministic_note(summary)
