@@ -29,7 +29,7 @@ use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::{round_u64, SimTime};
+use crate::time::{round_u64, to_f64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.
@@ -396,7 +396,7 @@ impl Hdd {
             if let Some(r) = self.runs.first() {
                 walk.rot_ns = (r.t0 - t - walk.seek_ns).max(0.0);
             }
-            walk.xfer_ns = (end - buffered_to) as f64 * md.period_ns / first.sectors_per_track as f64;
+            walk.xfer_ns = to_f64(end - buffered_to) * md.period_ns / first.sectors_per_track as f64;
             arm = h;
             self.table.segs[seg].end = f;
             if read_ahead && max_ra > f {
@@ -428,13 +428,13 @@ impl Hdd {
             t_disc.max(t_wm) + reselect + prep
         };
         let xfer_end = if hold {
-            let mut e = r + n as f64 * bt;
+            let mut e = r + to_f64(n) * bt;
             for run in &self.runs {
                 let lo = run.first.max(lbn);
                 let hi = run.end().min(end);
                 if lo < hi {
                     for b in [lo, hi - 1] {
-                        e = e.max(run.at(b).max(before) + (end - b) as f64 * bt);
+                        e = e.max(run.at(b).max(before) + to_f64(end - b) * bt);
                     }
                 }
             }
@@ -450,7 +450,7 @@ impl Hdd {
                     a += 1;
                 }
                 if a > out {
-                    t += (a - out) as f64 * bt;
+                    t += to_f64(a - out) * bt;
                     out = a;
                     continue;
                 }
@@ -765,7 +765,7 @@ impl Disk for Hdd {
         let cap = self.layout.capacity();
         let lbn = rq.sector.min(cap - 1);
         let n = (rq.nr_sectors.max(1) as u64).min(cap - lbn);
-        let t_now = now.ns() as f64;
+        let t_now = to_f64(now.ns());
         let t0 = t_now + ms(self.ctrl.per_request_ms);
         self.catch_up(t0);
         let (end, w, outcome) = match rq.dir {

@@ -27,14 +27,8 @@ use super::seek::Mechanics;
 /// sector of a stream is exactly under the head (float rounding aside).
 const SAME_ANGLE_REVS: f64 = 1e-7;
 
-/// The fractional part of `x` >= 0. Same as `f64::fract` there, but a
-/// subtraction and a conversion instead of a libm call: angles are taken
-/// on every run of every request.
-#[inline]
-pub(crate) fn frac(x: f64) -> f64 {
-    debug_assert!(x >= 0.0);
-    x - (x as u64) as f64
-}
+pub(crate) use crate::time::frac;
+use crate::time::{to_f64, trunc_u64};
 
 /// Where the head is: on track (cylinder, head) at time `t` (absolute ns),
 /// free to move or transfer.
@@ -58,7 +52,7 @@ pub struct Run {
 impl Run {
     #[inline]
     pub fn at(&self, lbn: u64) -> f64 {
-        self.t0 + (lbn - self.first + 1) as f64 * self.st
+        self.t0 + to_f64(lbn - self.first + 1) * self.st
     }
     pub fn end(&self) -> u64 {
         self.first + self.count
@@ -215,7 +209,7 @@ impl Media<'_> {
             let start = t + self.rot_wait(t, angle);
             stepping_from = stepping_from.min(start);
             out.push(Run { first, count, t0: start, st });
-            t = start + count as f64 * st;
+            t = start + to_f64(count) * st;
         }
         TrackRead { head: Head { pos: to, t }, end, stepping_from }
     }
@@ -312,14 +306,14 @@ impl Media<'_> {
                 let st = self.sector_ns(&loc);
                 let count = (loc.run as u64).min(want - from);
                 let start = arrive + self.rot_wait(arrive, loc.angle);
-                if start + count as f64 * st > until {
+                if start + to_f64(count) * st > until {
                     let frontier =
-                        if start + st <= until { from + (((until - start) / st) as u64).min(count) } else { from };
+                        if start + st <= until { from + trunc_u64((until - start) / st).min(count) } else { from };
                     let stepping_from = if stepping_here { head.t.min(start) } else { start };
                     let phase = if until < stepping_from {
                         Phase::Waiting { until: stepping_from }
                     } else {
-                        let k = (((until - stepping_from) / st) as u64) as f64 + 1.0;
+                        let k = to_f64(trunc_u64((until - stepping_from) / st)) + 1.0;
                         Phase::InSector { until: stepping_from + k * st }
                     };
                     return (Head { pos: to, t: until }, frontier, Some(phase));
@@ -344,14 +338,14 @@ impl Media<'_> {
                         frontier = run.end();
                     }
                 } else if run.t0 + run.st <= until {
-                    frontier = run.first + (((until - run.t0) / run.st) as u64).min(run.count);
+                    frontier = run.first + trunc_u64((until - run.t0) / run.st).min(run.count);
                 }
             }
             let phase = if until < r.stepping_from {
                 Phase::Waiting { until: r.stepping_from }
             } else {
                 let st = self.sector_ns(&loc);
-                let k = (((until - r.stepping_from) / st) as u64) as f64 + 1.0;
+                let k = to_f64(trunc_u64((until - r.stepping_from) / st)) + 1.0;
                 Phase::InSector { until: r.stepping_from + k * st }
             };
             return (Head { pos: to, t: until }, frontier, Some(phase));
