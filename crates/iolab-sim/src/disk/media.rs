@@ -222,8 +222,8 @@ impl Media<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn read(
         &self,
-        mut head: Head,
-        mut from: u64,
+        head: Head,
+        from: u64,
         want: u64,
         immed_first: bool,
         immed: bool,
@@ -231,15 +231,37 @@ impl Media<'_> {
         reach: Reach,
         out: &mut Vec<Run>,
     ) -> (Head, u64) {
-        let mut first = true;
+        if from >= want {
+            return (head, from);
+        }
+        self.read_at(head, from, self.locate(from), want, immed_first, immed, stepping, reach, out)
+    }
+
+    /// [`Media::read`] of `from..want` (not empty) with `loc`, where `from`
+    /// is, already known: a request's read has just located its first
+    /// sector for the seek.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_at(
+        &self,
+        head: Head,
+        from: u64,
+        loc: Loc,
+        want: u64,
+        immed_first: bool,
+        immed: bool,
+        stepping: bool,
+        reach: Reach,
+        out: &mut Vec<Run>,
+    ) -> (Head, u64) {
+        let r = self.read_track_at(head, from, loc, want, immed_first, stepping, out);
+        let (mut head, mut from) = (r.head, r.end);
         while from < want {
-            if !first && self.leaves(head, from, reach) {
+            if self.leaves(head, from, reach) {
                 break;
             }
-            let r = self.read_track(head, from, want, if first { immed_first } else { immed }, first && stepping, out);
+            let r = self.read_track(head, from, want, immed, false, out);
             head = r.head;
             from = r.end;
-            first = false;
         }
         (head, from)
     }
