@@ -237,8 +237,12 @@ impl SegmentTable {
     /// Marks `i` most recently used.
     pub fn touch(&mut self, i: usize) {
         if let Some(p) = self.order.iter().position(|&s| s == i) {
-            self.order.remove(p);
-            self.order.push(i);
+            // Already the most recent (always, with one segment): nothing
+            // to move, and `remove` would call memmove to move nothing.
+            if p + 1 != self.order.len() {
+                self.order.remove(p);
+                self.order.push(i);
+            }
         }
     }
 

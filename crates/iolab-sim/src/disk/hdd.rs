@@ -29,7 +29,7 @@ use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::{round_u64, SimTime};
+use crate::time::{round_u64, to_f64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.
@@ -82,14 +82,13 @@ pub struct Hdd {
     runs: Vec<Run>,
     flush_runs: Vec<Run>,
     scratch: Vec<Run>,
-    /// The last read-ahead progress worked out: (prefetch, at, head,
-    /// frontier, phase). A request works it out in `catch_up` and again
-    /// when it stops the read-ahead, at the same instant; the second time
-    /// comes from here.
-    memo: Option<(Prefetch, f64, Head, u64, Option<Phase>)>,
     /// The last run of sectors located ([`Layout::locate_memo`]).
     loc_memo: Cell<Option<RunMemo>>,
 }
+
+/// A read-ahead's progress at some instant: the head, the frontier and
+/// what the head is doing ([`Media::progress`]).
+type Progress = (Head, u64, Option<Phase>);
 
 /// Where a request's media time went, for [`Service`].
 #[derive(Copy, Clone, Debug, Default)]
@@ -130,7 +129,6 @@ impl Hdd {
             runs: Vec::new(),
             flush_runs: Vec::new(),
             scratch: Vec::new(),
-            memo: None,
             loc_memo: Cell::new(None),
             name: p.name,
         })
@@ -164,14 +162,17 @@ impl Hdd {
     }
 
     /// Brings background work up to `t`: a finished read-ahead or write-back
-    /// ends; a running read-ahead's buffered sectors are noted.
-    fn catch_up(&mut self, t: f64) {
+    /// ends; a running read-ahead's buffered sectors are noted. Returns the
+    /// progress of a read-ahead that goes on (it is unchanged, so a read
+    /// arriving at `t` stops it from there without working it out again).
+    fn catch_up(&mut self, t: f64) -> Option<Progress> {
         match self.activity {
-            Activity::Idle => {}
+            Activity::Idle => None,
             Activity::Flush { seg, head } => {
                 if head.t <= t {
                     self.end_flush(seg, head);
                 }
+                None
             }
             Activity::Prefetch(p) => {
                 let (head, frontier, phase) = self.progress(p, t);
@@ -182,23 +183,18 @@ impl Hdd {
                     self.table.segs[p.seg].state = SegState::Clean;
                     self.arm = head;
                     self.activity = Activity::Idle;
+                    return None;
                 }
+                Some((head, frontier, phase))
             }
         }
     }
 
     /// Where read-ahead `p` has got to at `t` (see [`Media::progress`]).
-    fn progress(&mut self, p: Prefetch, t: f64) -> (Head, u64, Option<Phase>) {
-        if let Some((q, at, head, frontier, phase)) = self.memo {
-            if q == p && at == t {
-                return (head, frontier, phase);
-            }
-        }
+    fn progress(&mut self, p: Prefetch, t: f64) -> Progress {
         let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_read;
-        let (head, frontier, phase) = md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch);
-        self.memo = Some((p, t, head, frontier, phase));
-        (head, frontier, phase)
+        md.progress(p.head, p.next, p.limit, immed, p.stepping, self.reach(), t, &mut self.scratch)
     }
 
     fn end_flush(&mut self, seg: usize, head: Head) {
@@ -212,9 +208,13 @@ impl Hdd {
     /// Stops the read-ahead at `t` for a new request: returns when the arm
     /// is free, where it is, and whether the remaining step adds to the
     /// new request's command overhead (DiskSim adds the two) rather than
-    /// overlapping it.
-    fn stop_prefetch(&mut self, p: Prefetch, t: f64) -> (Head, bool) {
-        let (head, frontier, phase) = self.progress(p, t);
+    /// overlapping it. `known`: its progress at `t`, if already worked out
+    /// (by `catch_up`, for this `p` at this `t`).
+    fn stop_prefetch(&mut self, p: Prefetch, t: f64, known: Option<Progress>) -> (Head, bool) {
+        let (head, frontier, phase) = match known {
+            Some(k) => k,
+            None => self.progress(p, t),
+        };
         let md = Media { layout: &self.layout, memo: &self.loc_memo, mech: &self.mech, period_ns: self.period_ns };
         let immed = self.table.params.immediate_read;
         let reach = self.reach();
@@ -264,7 +264,8 @@ impl Hdd {
         }
     }
 
-    fn read(&mut self, lbn: u64, n: u64, t0: f64) -> (f64, Walk, CacheOutcome) {
+    /// `caught`: what `catch_up(t0)` returned.
+    fn read(&mut self, lbn: u64, n: u64, t0: f64, caught: Option<Progress>) -> (f64, Walk, CacheOutcome) {
         let prev = self.last_write as usize;
         let end = lbn + n;
         let size = self.table.params.segment_sectors;
@@ -318,7 +319,7 @@ impl Hdd {
                 if seg == Some(p.seg) && matches!(hit, Hit::Whole | Hit::Partial) {
                     swap = Some(p);
                 } else {
-                    let (arm, add) = self.stop_prefetch(p, t0);
+                    let (arm, add) = self.stop_prefetch(p, t0, caught);
                     self.arm = arm;
                     additive = add;
                 }
@@ -330,7 +331,7 @@ impl Hdd {
             // only one): wait for the arm, then take the prefetched one.
             None => {
                 if let Some(p) = prefetch {
-                    let (arm, _) = self.stop_prefetch(p, t0);
+                    let (arm, _) = self.stop_prefetch(p, t0, caught);
                     self.arm = arm;
                     hda_at = hda_at.max(arm.t);
                     p.seg
@@ -392,11 +393,11 @@ impl Hdd {
             if read_any_free && hit != Hit::Partial && buffered_to != track_first {
                 start_back = Some(read_any_free_start(&md, head, buffered_to, track_first));
             }
-            let (h, f) = md.read(head, buffered_to, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
+            let (h, f) = md.read_at(head, buffered_to, first, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
             if let Some(r) = self.runs.first() {
                 walk.rot_ns = (r.t0 - t - walk.seek_ns).max(0.0);
             }
-            walk.xfer_ns = (end - buffered_to) as f64 * md.period_ns / first.sectors_per_track as f64;
+            walk.xfer_ns = to_f64(end - buffered_to) * md.period_ns / first.sectors_per_track as f64;
             arm = h;
             self.table.segs[seg].end = f;
             if read_ahead && max_ra > f {
@@ -428,13 +429,13 @@ impl Hdd {
             t_disc.max(t_wm) + reselect + prep
         };
         let xfer_end = if hold {
-            let mut e = r + n as f64 * bt;
+            let mut e = r + to_f64(n) * bt;
             for run in &self.runs {
                 let lo = run.first.max(lbn);
                 let hi = run.end().min(end);
                 if lo < hi {
                     for b in [lo, hi - 1] {
-                        e = e.max(run.at(b).max(before) + (end - b) as f64 * bt);
+                        e = e.max(run.at(b).max(before) + to_f64(end - b) * bt);
                     }
                 }
             }
@@ -450,7 +451,7 @@ impl Hdd {
                     a += 1;
                 }
                 if a > out {
-                    t += (a - out) as f64 * bt;
+                    t += to_f64(a - out) * bt;
                     out = a;
                     continue;
                 }
@@ -531,7 +532,8 @@ impl Hdd {
         let hda_free = flush_seg.is_none() || append;
         let start_now = (seg.is_some() && (hda_free || c.write_prebuffering)) || c.never_disconnect;
         if let Some(p) = prefetch {
-            let (arm, add) = self.stop_prefetch(p, t0);
+            // `p` may have been cut short above: its progress anew.
+            let (arm, add) = self.stop_prefetch(p, t0, None);
             self.arm = arm;
             additive = add;
             if seg.is_none() {
@@ -765,11 +767,11 @@ impl Disk for Hdd {
         let cap = self.layout.capacity();
         let lbn = rq.sector.min(cap - 1);
         let n = (rq.nr_sectors.max(1) as u64).min(cap - lbn);
-        let t_now = now.ns() as f64;
+        let t_now = to_f64(now.ns());
         let t0 = t_now + ms(self.ctrl.per_request_ms);
-        self.catch_up(t0);
+        let caught = self.catch_up(t0);
         let (end, w, outcome) = match rq.dir {
-            Dir::Read => self.read(lbn, n, t0),
+            Dir::Read => self.read(lbn, n, t0, caught),
             Dir::Write => self.write(lbn, n, t0),
         };
         self.last_write = rq.dir == Dir::Write;

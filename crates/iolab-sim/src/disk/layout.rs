@@ -40,6 +40,7 @@
 //! DiskSim's layout lets slips push the skew on too.
 
 use crate::error::{Error, Result};
+use crate::time::{frac, to_f64};
 use std::cell::Cell;
 
 /// Where spare space is and how slipped defects are absorbed (DiskSim's
@@ -455,7 +456,7 @@ impl Layout {
             if d < m.loc.run as u64 {
                 let sector = m.loc.sector + d as u32;
                 let revs = (m.start + sector as f64) / m.loc.sectors_per_track as f64;
-                return Loc { sector, run: m.loc.run - d as u32, angle: revs - (revs as u64) as f64, ..m.loc };
+                return Loc { sector, run: m.loc.run - d as u32, angle: frac(revs), ..m.loc };
             }
         }
         let (loc, start) = self.locate_run(lbn);
@@ -489,7 +490,7 @@ impl Layout {
         };
         let head = if odd { self.surfaces - 1 - surf } else { surf };
         let start = self.track_start(zi, track, surf as u64, cyl_rel);
-        let revs = (start + sector as f64) / spt as f64;
+        let revs = (start + to_f64(sector)) / to_f64(spt);
         let run = if remapped { 1 } else { self.run_from(zi, lbn, p) };
         let loc = Loc {
             cyl,
@@ -499,7 +500,7 @@ impl Layout {
             run: run as u32,
             // revs >= 0 (offsets and skews are): the fractional part by
             // conversion, which is cheaper than floor().
-            angle: revs - (revs as u64) as f64,
+            angle: frac(revs),
         };
         (loc, start)
     }
@@ -509,8 +510,8 @@ impl Layout {
     #[inline]
     fn track_start(&self, zi: usize, track: u64, surf: u64, cyl_rel: u64) -> f64 {
         let z = &self.zones[zi];
-        let switches = surf as f64 + (self.surfaces - 1) as f64 * cyl_rel as f64;
-        let mut start = z.offset + switches * z.track_skew + cyl_rel as f64 * z.cyl_skew;
+        let switches = to_f64(surf) + (self.surfaces - 1) as f64 * to_f64(cyl_rel);
+        let mut start = z.offset + switches * z.track_skew + to_f64(cyl_rel) * z.cyl_skew;
         if self.sparing.slips_push_skew() && !z.slips.is_empty() {
             let spt = z.sectors_per_track as u64;
             let cutoff = match self.sparing {

@@ -27,14 +27,8 @@ use super::seek::Mechanics;
 /// sector of a stream is exactly under the head (float rounding aside).
 const SAME_ANGLE_REVS: f64 = 1e-7;
 
-/// The fractional part of `x` >= 0. Same as `f64::fract` there, but a
-/// subtraction and a conversion instead of a libm call: angles are taken
-/// on every run of every request.
-#[inline]
-pub(crate) fn frac(x: f64) -> f64 {
-    debug_assert!(x >= 0.0);
-    x - (x as u64) as f64
-}
+pub(crate) use crate::time::frac;
+use crate::time::{to_f64, trunc_u64};
 
 /// Where the head is: on track (cylinder, head) at time `t` (absolute ns),
 /// free to move or transfer.
@@ -58,7 +52,7 @@ pub struct Run {
 impl Run {
     #[inline]
     pub fn at(&self, lbn: u64) -> f64 {
-        self.t0 + (lbn - self.first + 1) as f64 * self.st
+        self.t0 + to_f64(lbn - self.first + 1) * self.st
     }
     pub fn end(&self) -> u64 {
         self.first + self.count
@@ -215,7 +209,7 @@ impl Media<'_> {
             let start = t + self.rot_wait(t, angle);
             stepping_from = stepping_from.min(start);
             out.push(Run { first, count, t0: start, st });
-            t = start + count as f64 * st;
+            t = start + to_f64(count) * st;
         }
         TrackRead { head: Head { pos: to, t }, end, stepping_from }
     }
@@ -228,8 +222,8 @@ impl Media<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn read(
         &self,
-        mut head: Head,
-        mut from: u64,
+        head: Head,
+        from: u64,
         want: u64,
         immed_first: bool,
         immed: bool,
@@ -237,15 +231,37 @@ impl Media<'_> {
         reach: Reach,
         out: &mut Vec<Run>,
     ) -> (Head, u64) {
-        let mut first = true;
+        if from >= want {
+            return (head, from);
+        }
+        self.read_at(head, from, self.locate(from), want, immed_first, immed, stepping, reach, out)
+    }
+
+    /// [`Media::read`] of `from..want` (not empty) with `loc`, where `from`
+    /// is, already known: a request's read has just located its first
+    /// sector for the seek.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_at(
+        &self,
+        head: Head,
+        from: u64,
+        loc: Loc,
+        want: u64,
+        immed_first: bool,
+        immed: bool,
+        stepping: bool,
+        reach: Reach,
+        out: &mut Vec<Run>,
+    ) -> (Head, u64) {
+        let r = self.read_track_at(head, from, loc, want, immed_first, stepping, out);
+        let (mut head, mut from) = (r.head, r.end);
         while from < want {
-            if !first && self.leaves(head, from, reach) {
+            if self.leaves(head, from, reach) {
                 break;
             }
-            let r = self.read_track(head, from, want, if first { immed_first } else { immed }, first && stepping, out);
+            let r = self.read_track(head, from, want, immed, false, out);
             head = r.head;
             from = r.end;
-            first = false;
         }
         (head, from)
     }
@@ -312,14 +328,14 @@ impl Media<'_> {
                 let st = self.sector_ns(&loc);
                 let count = (loc.run as u64).min(want - from);
                 let start = arrive + self.rot_wait(arrive, loc.angle);
-                if start + count as f64 * st > until {
+                if start + to_f64(count) * st > until {
                     let frontier =
-                        if start + st <= until { from + (((until - start) / st) as u64).min(count) } else { from };
+                        if start + st <= until { from + trunc_u64((until - start) / st).min(count) } else { from };
                     let stepping_from = if stepping_here { head.t.min(start) } else { start };
                     let phase = if until < stepping_from {
                         Phase::Waiting { until: stepping_from }
                     } else {
-                        let k = (((until - stepping_from) / st) as u64) as f64 + 1.0;
+                        let k = to_f64(trunc_u64((until - stepping_from) / st)) + 1.0;
                         Phase::InSector { until: stepping_from + k * st }
                     };
                     return (Head { pos: to, t: until }, frontier, Some(phase));
@@ -344,14 +360,14 @@ impl Media<'_> {
                         frontier = run.end();
                     }
                 } else if run.t0 + run.st <= until {
-                    frontier = run.first + (((until - run.t0) / run.st) as u64).min(run.count);
+                    frontier = run.first + trunc_u64((until - run.t0) / run.st).min(run.count);
                 }
             }
             let phase = if until < r.stepping_from {
                 Phase::Waiting { until: r.stepping_from }
             } else {
                 let st = self.sector_ns(&loc);
-                let k = (((until - r.stepping_from) / st) as u64) as f64 + 1.0;
+                let k = to_f64(trunc_u64((until - r.stepping_from) / st)) + 1.0;
                 Phase::InSector { until: r.stepping_from + k * st }
             };
             return (Head { pos: to, t: until }, frontier, Some(phase));

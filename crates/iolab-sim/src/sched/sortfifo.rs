@@ -120,6 +120,16 @@ impl SortFifo {
         let t = &self.sort[dir];
         t.partition_point(|k| (k.0, k.1) < key).checked_sub(1).map(|i| t[i].2)
     }
+    /// `(sort_prev(slot), sort_next(slot))` by one search: AS's dispatch
+    /// wants both (as_find_next_rq). `slot` is queued, so its key is in its
+    /// tree, once: the entries before it are below, those after above.
+    pub fn sort_neighbours(&self, slot: Slot) -> (Option<Slot>, Option<Slot>) {
+        let (dir, key) = self.key(slot);
+        let t = &self.sort[dir];
+        let i = t.partition_point(|k| (k.0, k.1) < key);
+        debug_assert!(t.get(i).is_some_and(|k| k.2 == slot), "slot not queued");
+        (i.checked_sub(1).map(|j| t[j].2), t.get(i + 1).map(|k| k.2))
+    }
     /// No request of direction `dir` (`list_empty(&fifo_list[dir])`).
     pub fn fifo_empty(&self, dir: usize) -> bool {
         self.head[dir] == NIL
@@ -204,7 +214,12 @@ impl SortFifo {
     fn tree_remove(&mut self, dir: usize, key: (u64, RequestId)) {
         let t = &mut self.sort[dir];
         if let Ok(i) = t.binary_search_by(|k| (k.0, k.1).cmp(&key)) {
-            t.remove(i);
+            // The last by pop: `remove` calls memmove even to move nothing.
+            if i + 1 == t.len() {
+                t.pop();
+            } else {
+                t.remove(i);
+            }
         }
     }
 
@@ -271,6 +286,22 @@ mod tests {
         assert_eq!(q.remove(c).id, 2);
         assert_eq!(q.fifo_first(0), Some(b));
         assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn neighbours_are_prev_and_next() {
+        let mut q = SortFifo::default();
+        let mut slots = Vec::new();
+        // Sectors with repeats (aliases), both directions, some removed.
+        for (id, sector) in [50u64, 10, 50, 90, 10, 70, 30, 50].into_iter().enumerate() {
+            slots.push(q.add(id % 2, read(id as RequestId, 0, sector), SimTime(0)));
+        }
+        q.remove(slots[3]);
+        for (k, &s) in slots.iter().enumerate() {
+            if k != 3 {
+                assert_eq!(q.sort_neighbours(s), (q.sort_prev(s), q.sort_next(s)), "slot {s}");
+            }
+        }
     }
 
     #[test]

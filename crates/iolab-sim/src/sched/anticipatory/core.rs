@@ -228,8 +228,9 @@ impl State {
     /// lowest request if none: the sweep wraps) and its predecessor.
     fn find_next_rq(&self, slot: Slot) -> Option<Slot> {
         let dir = self.q.rq(slot).sync_index();
-        let next = self.q.sort_next(slot).or_else(|| self.q.sort_first(dir).filter(|&f| f != slot));
-        self.choose_req(dir, next, self.q.sort_prev(slot))
+        let (prev, next) = self.q.sort_neighbours(slot);
+        let next = next.or_else(|| self.q.sort_first(dir).filter(|&f| f != slot));
+        self.choose_req(dir, next, prev)
     }
 
     /// as_fifo_expired: has the oldest request of `dir` expired? Checked at

@@ -48,19 +48,22 @@ impl ThinkHistory {
         ThinkHistory { capacity: capacity.max(1), rings: Vec::new() }
     }
 
-    /// Record one think time of `pid`.
-    pub fn push(&mut self, pid: ProcessId, think_ns: u64) {
+    /// Record one think time of `pid`; returns the sample it replaced, if
+    /// the ring was full (for a policy that keeps counts over the ring).
+    pub fn push(&mut self, pid: ProcessId, think_ns: u64) -> Option<u64> {
         let i = pid as usize;
         if i >= self.rings.len() {
             self.rings.resize_with(i + 1, Ring::default);
         }
         let r = &mut self.rings[i];
-        if r.samples.len() < self.capacity {
+        let old = if r.samples.len() < self.capacity {
             r.samples.push(think_ns);
+            None
         } else {
-            r.samples[r.next] = think_ns;
-        }
+            Some(std::mem::replace(&mut r.samples[r.next], think_ns))
+        };
         r.next = (r.next + 1) % self.capacity;
+        old
     }
 
     /// The samples of `pid`, in no particular order.
@@ -76,9 +79,8 @@ mod tests {
     #[test]
     fn keeps_the_last_capacity_samples() {
         let mut h = ThinkHistory::new(3);
-        for x in 1..=5 {
-            h.push(2, x);
-        }
+        let replaced: Vec<_> = (1..=5).map(|x| h.push(2, x)).collect();
+        assert_eq!(replaced, [None, None, None, Some(1), Some(2)]);
         let mut s = h.samples(2).to_vec();
         s.sort();
         assert_eq!(s, [3, 4, 5]);
