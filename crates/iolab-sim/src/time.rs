@@ -78,6 +78,9 @@ pub fn round_u64(x: f64) -> u64 {
     (i + (x - i as f64 >= 0.5) as i64) as u64
 }
 
+/// 2^63: below it, f64 <-> i64 conversions give what f64 <-> u64 ones do.
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// `x as u64` for `0 <= x < 2^63` (sector counts, revolutions, times in
 /// ns: the simulated horizon is 10^18 ns). On x86-64 a conversion between
 /// f64 and i64 is one instruction, between f64 and u64 a dozen (u64 has no
@@ -85,7 +88,7 @@ pub fn round_u64(x: f64) -> u64 {
 /// same integer. The disk model converts a few dozen times per request.
 #[inline]
 pub fn trunc_u64(x: f64) -> u64 {
-    debug_assert!((0.0..9.223_372_036_854_775_808e18).contains(&x), "{x}");
+    debug_assert!((0.0..TWO_POW_63).contains(&x), "{x}");
     (x as i64) as u64
 }
 
@@ -102,7 +105,7 @@ pub fn to_f64(n: u64) -> f64 {
 /// angles are taken on every run of every request.
 #[inline]
 pub fn frac(x: f64) -> f64 {
-    debug_assert!((0.0..9.223_372_036_854_775_808e18).contains(&x), "{x}");
+    debug_assert!((0.0..TWO_POW_63).contains(&x), "{x}");
     x - (x as i64) as f64
 }
 

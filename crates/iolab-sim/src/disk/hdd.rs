@@ -24,12 +24,12 @@ use super::cache::{CacheParams, FastWrite, Hit, OverRequested, ReadAhead, SegSta
 use super::controller::Controller;
 use super::layout::{Layout, Loc, RunMemo};
 use std::cell::Cell;
-use super::media::{avail_at, frac, Head, Media, Phase, Reach, Run};
+use super::media::{avail_at, Head, Media, Phase, Reach, Run};
 use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::{round_u64, to_f64, SimTime};
+use crate::time::{frac, round_u64, to_f64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.

@@ -27,8 +27,7 @@ use super::seek::Mechanics;
 /// sector of a stream is exactly under the head (float rounding aside).
 const SAME_ANGLE_REVS: f64 = 1e-7;
 
-pub(crate) use crate::time::frac;
-use crate::time::{to_f64, trunc_u64};
+use crate::time::{frac, to_f64, trunc_u64};
 
 /// Where the head is: on track (cylinder, head) at time `t` (absolute ns),
 /// free to move or transfer.
