@@ -340,7 +340,7 @@ fn producers_and_a_mapped_consumer_at_once_with_recycling() {
     // The last batch lets go of its segments, so that from here on only the
     // kept batch pins any: its messages may straddle a sealed segment, which
     // the recycler would add to the pinned ones after the count below was
-    // taken (a failure seen once in 7 runs).
+    // taken (it failed so once, in a full `make test`).
     batch.clear();
     // Recycling went on meanwhile (4 MB through 64 KiB segments)...
     assert!(eventually(|| q.stats().recycled > 20), "recycled {}", q.stats().recycled);
