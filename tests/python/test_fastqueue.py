@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import threading
 from pathlib import Path
@@ -211,6 +212,32 @@ def test_cli_bench_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         cold = lines[i + 1].split()
         assert cold[2:4] == ["cold", "read"] and float(cold[8]) > 0, lines[i + 1]
     assert main(["queue", "bench", "--peers", "nosuch"]) == 2
+    # By default FastQueue reads without a copy, the baseline its best way.
+    assert "# read API (mapped): fastqueue without a copy" in out
+
+
+@pytest.mark.parametrize("api", ["batch", "vec"])
+def test_cli_bench_read_api(tmp_path: Path, capsys: pytest.CaptureFixture[str], api: str) -> None:
+    argv = ["queue", "bench", "--dir", str(tmp_path), "--sizes", "4096", "--producers", "2", "--read-api", api]
+    argv += ["--seconds", "0.05", "--max-mib", "1", "--peers", "fastqueue,file-per-message", "--json", str(tmp_path / "r.json")]
+    assert main(argv) == 0
+    assert f"# read API ({api}):" in capsys.readouterr().out
+    rows = json.loads((tmp_path / "r.json").read_text())["results"]
+    read = {r["peer"]: r["read_api"] for r in rows if r.get("peer") in ("fastqueue", "file-per-message")}
+    assert read == {"fastqueue": api, "file-per-message": api}
+    with pytest.raises(SystemExit) as e:
+        main(["queue", "bench", "--read-api", "nosuch"])
+    assert e.value.code == 2 and "invalid choice: 'nosuch'" in capsys.readouterr().err
+
+
+def test_bench_goals_name_the_read_api() -> None:
+    from iolab.cli.queue import _goals
+
+    def row(peer: str, api: str) -> dict:
+        return {"peer": peer, "size": 65536, "producers": 1, "read_msgs_per_s": 10.0, "read_api": api}
+
+    (warm,) = _goals([row("file-per-message", "batch"), row("fastqueue", "mapped")], 0.001)
+    assert "1 producers, fastqueue without a copy against the baseline's best read: 10 vs 10" in warm, warm
 
 
 def test_bench_goals_judge_warm_and_cold_reads_separately() -> None:

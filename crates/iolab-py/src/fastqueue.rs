@@ -326,9 +326,11 @@ fn fastqueue_repair<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
-/// Runs one benchmark case of a Rust peer; returns its figures.
+/// Runs one benchmark case of a Rust peer; returns its figures. `read_api`
+/// is how FastQueue and the file-per-message baseline read back
+/// (`fastqueue::bench::ReadApi`: "batch", "mapped" or "vec").
 #[pyfunction]
-#[pyo3(signature = (peer, size, producers, seconds, max_bytes, dir, batch_delay))]
+#[pyo3(signature = (peer, size, producers, seconds, max_bytes, dir, batch_delay, read_api = "batch"))]
 #[allow(clippy::too_many_arguments)]
 fn fastqueue_bench<'py>(
     py: Python<'py>,
@@ -339,7 +341,9 @@ fn fastqueue_bench<'py>(
     max_bytes: u64,
     dir: PathBuf,
     batch_delay: f64,
+    read_api: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let api = fastqueue::bench::ReadApi::parse(read_api).map_err(PyValueError::new_err)?;
     let case = fastqueue::bench::Case {
         peer,
         size,
@@ -350,7 +354,7 @@ fn fastqueue_bench<'py>(
         batch_delay: self::seconds("batch_delay", batch_delay)?,
     };
     case.validate().map_err(PyValueError::new_err)?;
-    let o = py.allow_threads(|| fastqueue::bench::run(&case)).map_err(QueueError::new_err)?;
+    let o = py.allow_threads(|| fastqueue::bench::run_with(&case, api)).map_err(QueueError::new_err)?;
     let d = PyDict::new(py);
     d.set_item("messages", o.messages)?;
     d.set_item("write_seconds", o.write_seconds)?;
@@ -362,6 +366,7 @@ fn fastqueue_bench<'py>(
     d.set_item("cold_read_msgs_per_s", o.cold_read_msgs_per_s)?;
     d.set_item("sync_p50_us", o.sync_p50_us)?;
     d.set_item("sync_p99_us", o.sync_p99_us)?;
+    d.set_item("read_api", o.read_api)?;
     Ok(d)
 }
 
