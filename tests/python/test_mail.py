@@ -186,3 +186,25 @@ def test_bad_settings_are_one_line_errors(iolab, tmp_path: Path) -> None:
     assert r.returncode == 2 and "delivery_timeout" in r.stderr, r.stderr
     r = iolab("mail", "bench", "--systems", "sendmail")
     assert r.returncode == 2 and "sendmail" in r.stderr
+
+
+def test_bench_measures_the_machines_ceiling(iolab, tmp_path: Path) -> None:
+    """`mail bench --ceiling` runs each system again with its queue on
+    tmpfs and says how far a queue that costs nothing could go."""
+    from iolab.mail.tools import which
+
+    if which("smtp-source") is None and not os.environ.get("CI"):
+        pytest.skip("smtp-source not installed (make deps)")
+    out = tmp_path / "out"
+    ours = lambda: {p for p in os.listdir("/dev/shm") if p.startswith("iolab-mail-ceiling-")}  # noqa: E731
+    before = ours()
+    r = iolab("mail", "bench", "--systems", "fastqueue,filedir", "--users", "10", "--messages", "100",
+              "--reps", "1", "--no-loop", "--dir", str(tmp_path / "w"), "--ceiling", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    for system in ("fastqueue", "filedir", "fastqueue@tmpfs", "filedir@tmpfs"):
+        assert f"| {system} |" in r.stdout
+    assert "ceiling of this machine: the fastest system with its queue on tmpfs delivered" in r.stdout
+    rows = json.loads((out / "results.json").read_text())
+    assert sorted(row["system"] for row in rows) == ["fastqueue", "fastqueue@tmpfs", "filedir", "filedir@tmpfs"]
+    assert all(row["sink_count"] >= 100 and not row["errors"] for row in rows)
+    assert ours() == before  # its tmpfs directory is gone

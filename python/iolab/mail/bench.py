@@ -46,6 +46,8 @@ DURABILITY = {
     "filedir": "250 after fsync of the message file and of its directory; ack = unlink",
     "postfix": "Postfix default: 250 after the queue file is fsync'ed",
 }
+# `--ceiling` rows: the same system with its queue on tmpfs.
+CEILING = "@tmpfs"
 SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "msync")
 
 
@@ -64,6 +66,9 @@ def register_bench(ms: argparse._SubParsersAction) -> None:
     b.add_argument("--dir", help="work directory (default: a temporary one in /var/tmp)")
     b.add_argument("--no-loop", action="store_true",
                    help="run the queues in --dir itself, not on a fresh ext4 loop device (no disk byte counts)")
+    b.add_argument("--ceiling", action="store_true",
+                   help="also run each system with its queue on tmpfs (/dev/shm: fsync costs nothing, no disk is "
+                        "touched): the machine's ceiling for this load, hence the most any queue could gain here")
     b.add_argument("--out", default="mail-bench-out", help="directory for results.json, table.md, plot (default mail-bench-out)")
     b.add_argument("--timeout", type=float, default=900, help="seconds allowed per run (default 900)")
     b.set_defaults(func=cmd_bench)
@@ -289,6 +294,46 @@ def _ratio_ci(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float,
     return math.exp(m), math.exp(m - h), math.exp(m + h)
 
 
+def _durability(system: str) -> str:
+    if system.endswith(CEILING):
+        return "queue on tmpfs: fsync costs nothing, no disk is touched (the machine's ceiling)"
+    return DURABILITY[system]
+
+
+def _ceiling_note(rows: list[dict]) -> Optional[str]:
+    """The most any queue could gain over the file-per-message server on
+    this machine: per repetition, the fastest system with its queue on
+    tmpfs over the file-per-message server on disk (end to end), as a
+    geometric mean with a 95% t-interval on the log ratios."""
+    logs, best = [], []
+    for rep in sorted({r["rep"] for r in rows}):
+        top = [r["delivered_per_s"] for r in rows if r["rep"] == rep and r["system"].endswith(CEILING)]
+        top = [v for v in top if v == v and v > 0]
+        base = [r["delivered_per_s"] for r in rows if r["rep"] == rep and r["system"] == "filedir"]
+        if top and base and base[0] == base[0] and base[0] > 0:
+            logs.append(math.log(max(top) / base[0]))
+            best.append(max(top))
+    if not logs:
+        return None
+    m, h = _mean_ci(logs)
+    ci = f" (95% CI {math.exp(m - h):.2f}–{math.exp(m + h):.2f})" if h == h else ""
+    return (f"- ceiling of this machine: the fastest system with its queue on tmpfs delivered "
+            f"{sum(best) / len(best):.0f} msg/s end to end, {math.exp(m):.2f}×{ci} the file-per-message server "
+            f"on disk: about the most any queue could gain over it here")
+
+
+def _tmpfs_dir() -> str:
+    """A fresh directory on a tmpfs (/dev/shm), for `--ceiling`."""
+    shm = "/dev/shm"
+    with open("/proc/mounts") as f:
+        kinds = {fields[1]: fields[2] for fields in (line.split() for line in f) if len(fields) > 2}
+    if kinds.get(shm) != "tmpfs":
+        raise UserError(f"--ceiling: {shm} is not a tmpfs here ({kinds.get(shm, 'not mounted')})")
+    path = tempfile.mkdtemp(prefix="iolab-mail-ceiling-", dir=shm)
+    os.chmod(path, 0o755)  # Postfix's daemons run as user postfix
+    return path
+
+
 def summarize(rows: list[dict], systems: list[str]) -> str:
     def cell(vals: list[float], fmt: str) -> str:
         m, h = _mean_ci(vals)
@@ -312,7 +357,7 @@ def summarize(rows: list[dict], systems: list[str]) -> str:
         lines.append(
             f"| {s} | {cell([r['accepted_per_s'] for r in rs], '.0f')} | {cell([r['delivered_per_s'] for r in rs], '.0f')} "
             f"| {cell([r['data_ms_p50'] for r in rs], '.1f')} | {cell([r['data_ms_p99'] for r in rs], '.1f')} "
-            f"| {cell([r['disk_bytes_per_msg'] for r in rs], '.0f')} | {', '.join(fs) or 'n/a'} | {DURABILITY[s]} |")
+            f"| {cell([r['disk_bytes_per_msg'] for r in rs], '.0f')} | {', '.join(fs) or 'n/a'} | {_durability(s)} |")
     notes = []
     timed = [r for r in rows if not r.get("strace_only")]
     for a, b in (("fastqueue", "filedir"), ("fastqueue", "postfix")):
@@ -321,6 +366,9 @@ def summarize(rows: list[dict], systems: list[str]) -> str:
             if g == g:
                 ci = f" (95% CI {lo:.2f}–{hi:.2f})" if lo == lo else ""
                 notes.append(f"- {a} / {b}, {label}: {g:.2f}×{ci}")
+    ceiling = _ceiling_note(timed)
+    if ceiling:
+        notes.append(ceiling)
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
 
@@ -377,6 +425,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     os.chmod(base, 0o755)  # Postfix's daemons run as user postfix
     rows: list[dict] = []
     disk = None
+    shm = _tmpfs_dir() if args.ceiling else None
+    shown = systems + ([name + CEILING for name in systems] if shm else [])
+    interrupted = False
     try:
         if not args.no_loop:
             if os.geteuid() != 0:
@@ -396,6 +447,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 print(f"    accepted {row['accepted_per_s']:.0f} msg/s, end to end {row['delivered_per_s']:.0f} msg/s, "
                       f"DATA p50/p99 {row['data_ms_p50']:.1f}/{row['data_ms_p99']:.1f} ms"
                       + (f"  ERRORS: {row['errors']}" if row["errors"] else ""), file=sys.stderr, flush=True)
+            for name in order if shm else []:
+                print(f"[rep {rep + 1}/{args.reps}] {name}, queue on tmpfs (ceiling) ...", file=sys.stderr, flush=True)
+                row = run_once(name, args, tools, shm, rep)
+                row["system"], row["durability"] = name + CEILING, _durability(name + CEILING)
+                rows.append(row)
+                print(f"    accepted {row['accepted_per_s']:.0f} msg/s, end to end {row['delivered_per_s']:.0f} msg/s"
+                      + (f"  ERRORS: {row['errors']}" if row["errors"] else ""), file=sys.stderr, flush=True)
         if args.strace:
             for name in systems:
                 print(f"[strace] {name} ...", file=sys.stderr, flush=True)
@@ -403,6 +461,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 row["strace_only"] = True
                 rows.append(row)
     except KeyboardInterrupt:
+        interrupted = True
         print("iolab mail bench: interrupted; partial results follow", file=sys.stderr)
         if not rows:
             raise
@@ -411,7 +470,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             disk.close()
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)
-    table = summarize(rows, systems)
+        if shm:
+            shutil.rmtree(shm, ignore_errors=True)
+    table = summarize(rows, shown)
     header = (f"iolab mail bench: {args.users} smtp-source sessions, {args.messages} messages/run, "
               f"{'size mix ' + str(MIX) if args.mix else str(args.size) + ' B bodies'}, {args.reps} reps; "
               f"mean ± 95% t-interval; load average at start of runs: "
@@ -421,6 +482,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         json.dump(rows, f, indent=1)
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(header + table)
-    plot(rows, systems, os.path.join(args.out, "mail-bench.png"))
+    plot(rows, shown, os.path.join(args.out, "mail-bench.png"))
     print(f"wrote {args.out}/results.json, table.md, mail-bench.png", file=sys.stderr)
-    return 130 if len(rows) < args.reps * len(systems) else 0
+    return 130 if interrupted else 0
