@@ -29,7 +29,7 @@ use super::{AnticipationStats, Dispatch, Elevator, Tunable, TunableValues};
 use crate::request::{Dir, IoPrio, ProcessId, Request, RequestId};
 use crate::time::SimTime;
 use sbitmap::Sbitmap;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// The tick of Debian's 6.1 kernels (`CONFIG_HZ=250`, ELEVATORS.md 0):
 /// mq-deadline's and BFQ's jiffy-valued settings round to 4 ms.
@@ -109,6 +109,9 @@ pub struct BlkMq<S: MqSched> {
     /// Processes asleep in tag allocation, oldest first, each with the
     /// request it is allocating.
     waiters: VecDeque<Waiting>,
+    /// The pids in `waiters` (a process sleeps there with one request at
+    /// most): whether a submitter is asleep, without a walk over them.
+    waiting_pids: HashSet<ProcessId>,
     /// Requests a sleeping process has yet to submit, per pid.
     later: HashMap<ProcessId, VecDeque<Request>>,
     /// The delayed queue run (`blk_mq_delay_run_hw_queues`), if pending.
@@ -122,6 +125,7 @@ impl<S: MqSched> BlkMq<S> {
             tags: Sbitmap::new(nr_requests.max(1)),
             held: HashMap::new(),
             waiters: VecDeque::new(),
+            waiting_pids: HashSet::new(),
             later: HashMap::new(),
             rerun_at: None,
         }
@@ -145,16 +149,28 @@ impl<S: MqSched> BlkMq<S> {
     }
 
     /// `blk_mq_get_tag` without sleeping: the request gets a tag and
-    /// reaches the elevator, or None.
-    fn try_admit(&mut self, rq: Request, now: SimTime) -> Option<Request> {
+    /// reaches the elevator, or None. `fails` is the largest depth per
+    /// word that a get already failed with since the map last lost a bit:
+    /// a get whose depth is not above it fails too (gets search every
+    /// word whole, from the hint and wrapping, so failing does not depend
+    /// on the hint), and is skipped; a failed get only resets the hint.
+    fn try_admit(&mut self, rq: Request, now: SimTime, fails: &mut u32) -> Option<Request> {
         let shallow = self.inner.limit_depth(&rq, &self.tags);
+        let depth = shallow.unwrap_or(u32::MAX);
+        if depth <= *fails {
+            self.tags.note_failed_get();
+            return Some(rq);
+        }
         match self.tags.get(shallow) {
             Some(tag) => {
                 self.held.insert(rq.id, tag);
                 self.inner.insert(rq, now);
                 None
             }
-            None => Some(rq),
+            None => {
+                *fails = depth;
+                Some(rq)
+            }
         }
     }
 
@@ -162,23 +178,44 @@ impl<S: MqSched> BlkMq<S> {
     /// tag submits its request, then its later ones until one finds no
     /// tag (it sleeps again, at the back).
     fn wake(&mut self, now: SimTime) {
+        // No bit is freed while waking (gets only set bits), so a depth
+        // that failed keeps failing for the whole loop; a full map fails
+        // every depth (u32::MAX: unlimited).
+        let full = |tags: &Sbitmap| if tags.is_full() { u32::MAX } else { 0 };
+        let mut fails = full(&self.tags);
         let mut i = 0;
         while i < self.waiters.len() {
+            if fails == u32::MAX {
+                // Every waiter left would try and fail, and a failed get
+                // leaves only its hint reset: done in one step (a deep
+                // queue has hundreds of sleepers, one freed tag each time).
+                self.tags.note_failed_get();
+                break;
+            }
             let rq = self.waiters[i].rq;
-            if self.try_admit(rq, now).is_some() {
+            if self.try_admit(rq, now, &mut fails).is_some() {
                 i += 1;
                 continue;
             }
             self.waiters.remove(i);
-            self.submit_later(rq.pid, now);
+            self.waiting_pids.remove(&rq.pid);
+            self.submit_later(rq.pid, now, &mut fails);
+            fails = fails.max(full(&self.tags));
         }
     }
 
+    /// The submitter of `rq` sleeps in tag allocation, at the back.
+    fn sleep(&mut self, rq: Request) {
+        let new = self.waiting_pids.insert(rq.pid);
+        debug_assert!(new, "process {} asleep twice", rq.pid);
+        self.waiters.push_back(Waiting { rq });
+    }
+
     /// The process runs again and submits the requests it held back.
-    fn submit_later(&mut self, pid: ProcessId, now: SimTime) {
+    fn submit_later(&mut self, pid: ProcessId, now: SimTime, fails: &mut u32) {
         while let Some(next) = self.later.get_mut(&pid).and_then(VecDeque::pop_front) {
-            if let Some(back) = self.try_admit(next, now) {
-                self.waiters.push_back(Waiting { rq: back });
+            if let Some(back) = self.try_admit(next, now, fails) {
+                self.sleep(back);
                 break;
             }
         }
@@ -196,11 +233,11 @@ impl<S: MqSched> Elevator for BlkMq<S> {
     /// `blk_mq_submit_bio` → `blk_mq_get_new_requests` (tag, with the
     /// elevator's `limit_depth`) → `insert_requests`.
     fn insert(&mut self, rq: Request, now: SimTime) {
-        let asleep = self.later.contains_key(&rq.pid) || self.waiters.iter().any(|w| w.rq.pid == rq.pid);
+        let asleep = self.later.contains_key(&rq.pid) || self.waiting_pids.contains(&rq.pid);
         if asleep {
             self.later.entry(rq.pid).or_default().push_back(rq);
-        } else if let Some(rq) = self.try_admit(rq, now) {
-            self.waiters.push_back(Waiting { rq });
+        } else if let Some(rq) = self.try_admit(rq, now, &mut 0) {
+            self.sleep(rq);
         }
     }
 

@@ -29,6 +29,25 @@ pub fn calculate_shift(depth: u32) -> u32 {
     shift
 }
 
+/// Bits `0..n` of a word (n <= 64).
+fn low_bits(n: u32) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// The lowest clear bit of `word` in `from..depth` (`find_next_zero_bit`),
+/// by a mask and a count of trailing zeros rather than bit by bit.
+fn lowest_clear(word: u64, from: u32, depth: u32) -> Option<u32> {
+    if from >= depth {
+        return None;
+    }
+    let free = !word & low_bits(depth) & !low_bits(from);
+    (free != 0).then(|| free.trailing_zeros())
+}
+
 impl Sbitmap {
     /// `sbitmap_init_node` with `shift = -1` (computed from the depth).
     pub fn new(depth: u32) -> Sbitmap {
@@ -62,10 +81,25 @@ impl Sbitmap {
     /// `__sbitmap_get_word`: the lowest clear bit below `depth` from
     /// `hint`, wrapping to 0 once when `wrap` and the hint is not 0.
     fn get_word(word: &mut u64, depth: u32, hint: u32, wrap: bool) -> Option<u32> {
-        let find = |from: u32| (from..depth).find(|&b| *word & (1u64 << b) == 0);
-        let nr = find(hint).or_else(|| if wrap && hint > 0 { find(0) } else { None })?;
+        let nr = lowest_clear(*word, hint, depth).or_else(|| if wrap && hint > 0 { lowest_clear(*word, 0, depth) } else { None })?;
         *word |= 1u64 << nr;
         Some(nr)
+    }
+
+    /// No bit inside the depth is free: every allocation, shallow or not,
+    /// fails until a bit is cleared or the map grows.
+    pub fn is_full(&self) -> bool {
+        (0..self.map_nr()).all(|i| {
+            let mask = low_bits(self.map_depth(i));
+            self.words[i] & mask == mask
+        })
+    }
+
+    /// What a failed [`Sbitmap::get`] leaves behind
+    /// (`update_alloc_hint_after_get` with no bit: the hint restarts at 0),
+    /// for a caller that skips gets known to fail.
+    pub fn note_failed_get(&mut self) {
+        self.hint = 0;
     }
 
     /// `sbitmap_get` (`shallow` = None) or `sbitmap_get_shallow`.
@@ -152,6 +186,39 @@ impl Sbitmap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lowest_clear_agrees_with_a_bit_by_bit_search() {
+        let words = [0u64, u64::MAX, 0x5555_5555_5555_5555, 0x8000_0000_0000_0001, 0x7fff_ffff_ffff_fffe, 0xf0f0];
+        for &w in &words {
+            for depth in 0..=64u32 {
+                for from in 0..=64u32 {
+                    let slow = (from..depth).find(|&b| w & (1u64 << b) == 0);
+                    assert_eq!(lowest_clear(w, from, depth), slow, "word {w:#x} from {from} depth {depth}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn full_means_every_get_fails() {
+        for depth in [1u32, 3, 4, 8, 13, 64, 100, 256] {
+            let mut sb = Sbitmap::new(depth);
+            for _ in 0..depth {
+                assert!(!sb.is_full());
+                sb.get(None).unwrap();
+            }
+            assert!(sb.is_full(), "depth {depth}");
+            assert_eq!(sb.get(Some(1)), None);
+            assert_eq!(sb.get(None), None);
+            sb.resize(depth + 1);
+            assert!(!sb.is_full(), "a grown map has a free bit");
+            assert!(sb.get(None).is_some());
+            assert!(sb.is_full());
+            sb.clear(depth / 2);
+            assert!(!sb.is_full());
+        }
+    }
 
     #[test]
     fn shift_spreads_small_maps_over_four_words() {
