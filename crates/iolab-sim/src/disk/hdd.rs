@@ -29,7 +29,7 @@ use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::{frac, round_u64, to_f64, SimTime};
+use crate::time::{fmax, frac, round_u64, to_f64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.
@@ -260,7 +260,7 @@ impl Hdd {
         if additive {
             overhead_done + (arm.t - now).max(0.0)
         } else {
-            overhead_done.max(arm.t)
+            fmax(overhead_done, arm.t)
         }
     }
 
@@ -307,7 +307,7 @@ impl Hdd {
             ready = never_disconnect
                 || (enough && ((hit == Hit::Whole && sneaky_full) || (hit == Hit::Partial && sneaky_partial)));
             if let Activity::Flush { seg: fs, head } = self.activity {
-                hda_at = head.t.max(t0);
+                hda_at = fmax(head.t, t0);
                 self.end_flush(fs, head);
             }
             if !ready {
@@ -333,7 +333,7 @@ impl Hdd {
                 if let Some(p) = prefetch {
                     let (arm, _) = self.stop_prefetch(p, t0, caught);
                     self.arm = arm;
-                    hda_at = hda_at.max(arm.t);
+                    hda_at = fmax(hda_at, arm.t);
                     p.seg
                 } else {
                     self.table.select_read(lbn, end, None).0.unwrap_or(0)
@@ -384,7 +384,7 @@ impl Hdd {
             }
             self.table.segs[seg].end = self.table.segs[seg].end.max(f.min(p.next.max(end)));
         } else if buffered_to < end {
-            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            let t = Hdd::media_start(fmax(overhead_done, hda_at), hda_at, self.arm, additive);
             let head = Head { pos: self.arm.pos, t };
             let first = self.locate(buffered_to);
             walk.cylinders = head.pos.0.abs_diff(first.cyl);
@@ -406,7 +406,7 @@ impl Hdd {
         } else if read_ahead && self.table.params.read_ahead_on_idle_hit && s.end < max_ra {
             // A whole hit restarts the read-ahead from the segment's end,
             // once the command overhead is done.
-            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            let t = Hdd::media_start(fmax(overhead_done, hda_at), hda_at, self.arm, additive);
             next_activity = Activity::Prefetch(Prefetch {
                 seg,
                 head: Head { pos: self.arm.pos, t },
@@ -426,7 +426,7 @@ impl Hdd {
         } else {
             let t_disc = t0 + read_miss + disc;
             let t_wm = avail(lbn + wm.min(n) - 1, &self.runs);
-            t_disc.max(t_wm) + reselect + prep
+            fmax(t_disc, t_wm) + reselect + prep
         };
         let xfer_end = if hold {
             let mut e = r + to_f64(n) * bt;
@@ -435,7 +435,7 @@ impl Hdd {
                 let hi = run.end().min(end);
                 if lo < hi {
                     for b in [lo, hi - 1] {
-                        e = e.max(run.at(b).max(before) + to_f64(end - b) * bt);
+                        e = fmax(e, fmax(run.at(b), before) + to_f64(end - b) * bt);
                     }
                 }
             }
@@ -456,7 +456,7 @@ impl Hdd {
                     continue;
                 }
                 let need = wm.min(end - out);
-                t = (t + disc).max(avail(out + need - 1, &self.runs)) + reselect + prep;
+                t = fmax(t + disc, avail(out + need - 1, &self.runs)) + reselect + prep;
             }
             t
         };
