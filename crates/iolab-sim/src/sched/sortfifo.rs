@@ -206,6 +206,7 @@ impl SortFifo {
         self.entries[slot as usize].fifo_time = self.entries[next as usize].fifo_time;
     }
 
+    #[inline]
     fn unlink(&mut self, slot: Slot, dir: usize) {
         let (prev, next) = {
             let e = &self.entries[slot as usize];
@@ -249,6 +250,7 @@ impl SortFifo {
         e.snext = n;
     }
 
+    #[inline]
     fn tree_remove(&mut self, slot: Slot, dir: usize) {
         let (p, n) = {
             let e = &self.entries[slot as usize];
