@@ -84,6 +84,40 @@ pub struct Hdd {
     scratch: Vec<Run>,
     /// The last run of sectors located ([`Layout::locate_memo`]).
     loc_memo: Cell<Option<RunMemo>>,
+    /// What limits a read-ahead, from the buffer's parameters, and the
+    /// read path's controller times in ns: worked out once per drive, not
+    /// on every request (the same values: the same products).
+    reach: Reach,
+    read_ns: ReadNs,
+}
+
+/// The controller's read-path overheads in ns (`ms` of the parameters);
+/// the arrays are indexed by whether the previous request was a write.
+#[derive(Copy, Clone, Debug)]
+struct ReadNs {
+    per_request: f64,
+    bus_block: f64,
+    data_prep: f64,
+    hit: [f64; 2],
+    miss: [f64; 2],
+    disconnect: [f64; 2],
+    reselect_first: f64,
+    complete: f64,
+}
+
+impl ReadNs {
+    fn new(c: &Controller) -> ReadNs {
+        ReadNs {
+            per_request: ms(c.per_request_ms),
+            bus_block: ms(c.bus_read_block_ms),
+            data_prep: ms(c.data_prep_ms),
+            hit: c.read_hit_ms.map(ms),
+            miss: c.read_miss_ms.map(ms),
+            disconnect: c.read_disconnect_ms.map(ms),
+            reselect_first: ms(c.reselect_first_ms),
+            complete: ms(c.read_complete_ms),
+        }
+    }
 }
 
 /// A read-ahead's progress at some instant: the head, the frontier and
@@ -117,7 +151,14 @@ impl Hdd {
         // Every seek of this drive is shorter than its cylinder count: its
         // curve worked out once per distance (SeekCurve::tabulated).
         let mech = Mechanics { seek: p.mechanics.seek.tabulated(p.layout.cylinders), ..p.mechanics };
+        let reach = match p.cache.read_ahead {
+            ReadAhead::TrackEnd => Reach::Track,
+            ReadAhead::CylinderEnd => Reach::Cylinder,
+            _ => Reach::Anywhere,
+        };
         Ok(Hdd {
+            reach,
+            read_ns: ReadNs::new(&p.controller),
             period_ns: 60e9 / p.rpm,
             layout: Arc::new(p.layout),
             mech: Arc::new(mech),
@@ -144,11 +185,7 @@ impl Hdd {
     }
 
     fn reach(&self) -> Reach {
-        match self.table.params.read_ahead {
-            ReadAhead::TrackEnd => Reach::Track,
-            ReadAhead::CylinderEnd => Reach::Cylinder,
-            _ => Reach::Anywhere,
-        }
+        self.reach
     }
 
     /// The read-ahead limit for a read of `start..end` into `seg`.
@@ -270,12 +307,13 @@ impl Hdd {
         let end = lbn + n;
         let size = self.table.params.segment_sectors;
         let c = &self.ctrl;
-        let bt = ms(c.bus_read_block_ms);
-        let prep = ms(c.data_prep_ms);
-        let overhead_done = t0 + ms(c.read_miss_ms[prev]);
+        let r_ns = &self.read_ns;
+        let bt = r_ns.bus_block;
+        let prep = r_ns.data_prep;
+        let overhead_done = t0 + r_ns.miss[prev];
         let hold = c.hold_bus_read || c.never_disconnect;
-        let (read_hit, read_miss, disc) = (ms(c.read_hit_ms[prev]), ms(c.read_miss_ms[prev]), ms(c.read_disconnect_ms[prev]));
-        let (reselect, complete) = (ms(c.reselect_first_ms), ms(c.read_complete_ms));
+        let (read_hit, read_miss, disc) = (r_ns.hit[prev], r_ns.miss[prev], r_ns.disconnect[prev]);
+        let (reselect, complete) = (r_ns.reselect_first, r_ns.complete);
         let (never_disconnect, sneaky_full, sneaky_partial) =
             (c.never_disconnect, c.sneaky_full_read_hits, c.sneaky_partial_read_hits);
         let wm = CacheParams::watermark(c.read_watermark, c.watermark_by_request, size, n);
@@ -768,7 +806,7 @@ impl Disk for Hdd {
         let lbn = rq.sector.min(cap - 1);
         let n = (rq.nr_sectors.max(1) as u64).min(cap - lbn);
         let t_now = to_f64(now.ns());
-        let t0 = t_now + ms(self.ctrl.per_request_ms);
+        let t0 = t_now + self.read_ns.per_request;
         let caught = self.catch_up(t0);
         let (end, w, outcome) = match rq.dir {
             Dir::Read => self.read(lbn, n, t0, caught),
