@@ -202,6 +202,7 @@ impl Hdd {
     /// ends; a running read-ahead's buffered sectors are noted. Returns the
     /// progress of a read-ahead that goes on (it is unchanged, so a read
     /// arriving at `t` stops it from there without working it out again).
+    #[inline(always)]
     fn catch_up(&mut self, t: f64) -> Option<Progress> {
         match self.activity {
             Activity::Idle => None,
@@ -247,6 +248,7 @@ impl Hdd {
     /// new request's command overhead (DiskSim adds the two) rather than
     /// overlapping it. `known`: its progress at `t`, if already worked out
     /// (by `catch_up`, for this `p` at this `t`).
+    #[inline(always)]
     fn stop_prefetch(&mut self, p: Prefetch, t: f64, known: Option<Progress>) -> (Head, bool) {
         let (head, frontier, phase) = match known {
             Some(k) => k,
