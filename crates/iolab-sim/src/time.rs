@@ -109,6 +109,37 @@ pub fn frac(x: f64) -> f64 {
     x - (x as i64) as f64
 }
 
+/// `x.max(y)` for an `x` that is not NaN: the same value, signed zeros
+/// included (on x86-64 `f64::max` is `isnan(x) ? y : (y > x ? y : x)`),
+/// without the NaN test and blend, four or five instructions a call. The
+/// disk model takes a dozen maxima and minima of times per request, and
+/// its times are never NaN: sums and products of the clock (an integer
+/// converted), overheads and transfer times checked finite and >= 0 when
+/// the drive is built, seek times from a tabulated curve clamped at 0,
+/// rotational waits (a fraction of a revolution times the period); the one
+/// infinity, a bound meaning "no bound", is compared, never subtracted
+/// from another or multiplied by 0.
+#[inline]
+pub fn fmax(x: f64, y: f64) -> f64 {
+    debug_assert!(!x.is_nan());
+    if y > x {
+        y
+    } else {
+        x
+    }
+}
+
+/// `x.min(y)` for an `x` that is not NaN (see [`fmax`]).
+#[inline]
+pub fn fmin(x: f64, y: f64) -> f64 {
+    debug_assert!(!x.is_nan());
+    if y < x {
+        y
+    } else {
+        x
+    }
+}
+
 /// Nanoseconds to milliseconds, for reports.
 pub fn ns_to_ms(ns: u64) -> f64 {
     ns as f64 / NS_PER_MS as f64
@@ -117,6 +148,17 @@ pub fn ns_to_ms(ns: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fmax_and_fmin_are_max_and_min_bit_for_bit_when_x_is_not_nan() {
+        let vals = [0.0, -0.0, 1.0, -1.0, 0.5, 1e300, -1e300, f64::INFINITY, f64::NEG_INFINITY, f64::MIN_POSITIVE, f64::NAN];
+        for &x in vals.iter().filter(|x| !x.is_nan()) {
+            for &y in &vals {
+                assert_eq!(fmax(x, y).to_bits(), x.max(y).to_bits(), "max({x}, {y})");
+                assert_eq!(fmin(x, y).to_bits(), x.min(y).to_bits(), "min({x}, {y})");
+            }
+        }
+    }
 
     #[test]
     fn round_u64_is_round_then_cast() {

@@ -261,6 +261,7 @@ impl SegmentTable {
     /// one. Ties go to the least recently used. The write segment is never
     /// used for reads. Dirty data overlapping the read that it may not hit
     /// is a collision.
+    #[inline(always)]
     pub fn select_read(&self, start: u64, end: u64, busy: Option<usize>) -> (Option<usize>, Hit) {
         let p = &self.params;
         let mut best: Option<(i32, usize, Hit)> = None;

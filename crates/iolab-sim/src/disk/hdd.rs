@@ -29,7 +29,7 @@ use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, PositionCost, Service};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
-use crate::time::{frac, round_u64, to_f64, SimTime};
+use crate::time::{fmax, frac, round_u64, to_f64, SimTime};
 use std::sync::Arc;
 
 /// Everything that describes a drive.
@@ -84,6 +84,40 @@ pub struct Hdd {
     scratch: Vec<Run>,
     /// The last run of sectors located ([`Layout::locate_memo`]).
     loc_memo: Cell<Option<RunMemo>>,
+    /// What limits a read-ahead, from the buffer's parameters, and the
+    /// read path's controller times in ns: worked out once per drive, not
+    /// on every request (the same values: the same products).
+    reach: Reach,
+    read_ns: ReadNs,
+}
+
+/// The controller's read-path overheads in ns (`ms` of the parameters);
+/// the arrays are indexed by whether the previous request was a write.
+#[derive(Copy, Clone, Debug)]
+struct ReadNs {
+    per_request: f64,
+    bus_block: f64,
+    data_prep: f64,
+    hit: [f64; 2],
+    miss: [f64; 2],
+    disconnect: [f64; 2],
+    reselect_first: f64,
+    complete: f64,
+}
+
+impl ReadNs {
+    fn new(c: &Controller) -> ReadNs {
+        ReadNs {
+            per_request: ms(c.per_request_ms),
+            bus_block: ms(c.bus_read_block_ms),
+            data_prep: ms(c.data_prep_ms),
+            hit: c.read_hit_ms.map(ms),
+            miss: c.read_miss_ms.map(ms),
+            disconnect: c.read_disconnect_ms.map(ms),
+            reselect_first: ms(c.reselect_first_ms),
+            complete: ms(c.read_complete_ms),
+        }
+    }
 }
 
 /// A read-ahead's progress at some instant: the head, the frontier and
@@ -117,7 +151,14 @@ impl Hdd {
         // Every seek of this drive is shorter than its cylinder count: its
         // curve worked out once per distance (SeekCurve::tabulated).
         let mech = Mechanics { seek: p.mechanics.seek.tabulated(p.layout.cylinders), ..p.mechanics };
+        let reach = match p.cache.read_ahead {
+            ReadAhead::TrackEnd => Reach::Track,
+            ReadAhead::CylinderEnd => Reach::Cylinder,
+            _ => Reach::Anywhere,
+        };
         Ok(Hdd {
+            reach,
+            read_ns: ReadNs::new(&p.controller),
             period_ns: 60e9 / p.rpm,
             layout: Arc::new(p.layout),
             mech: Arc::new(mech),
@@ -144,11 +185,7 @@ impl Hdd {
     }
 
     fn reach(&self) -> Reach {
-        match self.table.params.read_ahead {
-            ReadAhead::TrackEnd => Reach::Track,
-            ReadAhead::CylinderEnd => Reach::Cylinder,
-            _ => Reach::Anywhere,
-        }
+        self.reach
     }
 
     /// The read-ahead limit for a read of `start..end` into `seg`.
@@ -165,6 +202,7 @@ impl Hdd {
     /// ends; a running read-ahead's buffered sectors are noted. Returns the
     /// progress of a read-ahead that goes on (it is unchanged, so a read
     /// arriving at `t` stops it from there without working it out again).
+    #[inline(always)]
     fn catch_up(&mut self, t: f64) -> Option<Progress> {
         match self.activity {
             Activity::Idle => None,
@@ -210,6 +248,7 @@ impl Hdd {
     /// new request's command overhead (DiskSim adds the two) rather than
     /// overlapping it. `known`: its progress at `t`, if already worked out
     /// (by `catch_up`, for this `p` at this `t`).
+    #[inline(always)]
     fn stop_prefetch(&mut self, p: Prefetch, t: f64, known: Option<Progress>) -> (Head, bool) {
         let (head, frontier, phase) = match known {
             Some(k) => k,
@@ -260,7 +299,7 @@ impl Hdd {
         if additive {
             overhead_done + (arm.t - now).max(0.0)
         } else {
-            overhead_done.max(arm.t)
+            fmax(overhead_done, arm.t)
         }
     }
 
@@ -270,12 +309,13 @@ impl Hdd {
         let end = lbn + n;
         let size = self.table.params.segment_sectors;
         let c = &self.ctrl;
-        let bt = ms(c.bus_read_block_ms);
-        let prep = ms(c.data_prep_ms);
-        let overhead_done = t0 + ms(c.read_miss_ms[prev]);
+        let r_ns = &self.read_ns;
+        let bt = r_ns.bus_block;
+        let prep = r_ns.data_prep;
+        let overhead_done = t0 + r_ns.miss[prev];
         let hold = c.hold_bus_read || c.never_disconnect;
-        let (read_hit, read_miss, disc) = (ms(c.read_hit_ms[prev]), ms(c.read_miss_ms[prev]), ms(c.read_disconnect_ms[prev]));
-        let (reselect, complete) = (ms(c.reselect_first_ms), ms(c.read_complete_ms));
+        let (read_hit, read_miss, disc) = (r_ns.hit[prev], r_ns.miss[prev], r_ns.disconnect[prev]);
+        let (reselect, complete) = (r_ns.reselect_first, r_ns.complete);
         let (never_disconnect, sneaky_full, sneaky_partial) =
             (c.never_disconnect, c.sneaky_full_read_hits, c.sneaky_partial_read_hits);
         let wm = CacheParams::watermark(c.read_watermark, c.watermark_by_request, size, n);
@@ -307,7 +347,7 @@ impl Hdd {
             ready = never_disconnect
                 || (enough && ((hit == Hit::Whole && sneaky_full) || (hit == Hit::Partial && sneaky_partial)));
             if let Activity::Flush { seg: fs, head } = self.activity {
-                hda_at = head.t.max(t0);
+                hda_at = fmax(head.t, t0);
                 self.end_flush(fs, head);
             }
             if !ready {
@@ -333,7 +373,7 @@ impl Hdd {
                 if let Some(p) = prefetch {
                     let (arm, _) = self.stop_prefetch(p, t0, caught);
                     self.arm = arm;
-                    hda_at = hda_at.max(arm.t);
+                    hda_at = fmax(hda_at, arm.t);
                     p.seg
                 } else {
                     self.table.select_read(lbn, end, None).0.unwrap_or(0)
@@ -384,7 +424,7 @@ impl Hdd {
             }
             self.table.segs[seg].end = self.table.segs[seg].end.max(f.min(p.next.max(end)));
         } else if buffered_to < end {
-            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            let t = Hdd::media_start(fmax(overhead_done, hda_at), hda_at, self.arm, additive);
             let head = Head { pos: self.arm.pos, t };
             let first = self.locate(buffered_to);
             walk.cylinders = head.pos.0.abs_diff(first.cyl);
@@ -406,7 +446,7 @@ impl Hdd {
         } else if read_ahead && self.table.params.read_ahead_on_idle_hit && s.end < max_ra {
             // A whole hit restarts the read-ahead from the segment's end,
             // once the command overhead is done.
-            let t = Hdd::media_start(overhead_done.max(hda_at), hda_at, self.arm, additive);
+            let t = Hdd::media_start(fmax(overhead_done, hda_at), hda_at, self.arm, additive);
             next_activity = Activity::Prefetch(Prefetch {
                 seg,
                 head: Head { pos: self.arm.pos, t },
@@ -426,7 +466,7 @@ impl Hdd {
         } else {
             let t_disc = t0 + read_miss + disc;
             let t_wm = avail(lbn + wm.min(n) - 1, &self.runs);
-            t_disc.max(t_wm) + reselect + prep
+            fmax(t_disc, t_wm) + reselect + prep
         };
         let xfer_end = if hold {
             let mut e = r + to_f64(n) * bt;
@@ -435,7 +475,7 @@ impl Hdd {
                 let hi = run.end().min(end);
                 if lo < hi {
                     for b in [lo, hi - 1] {
-                        e = e.max(run.at(b).max(before) + to_f64(end - b) * bt);
+                        e = fmax(e, fmax(run.at(b), before) + to_f64(end - b) * bt);
                     }
                 }
             }
@@ -456,7 +496,7 @@ impl Hdd {
                     continue;
                 }
                 let need = wm.min(end - out);
-                t = (t + disc).max(avail(out + need - 1, &self.runs)) + reselect + prep;
+                t = fmax(t + disc, avail(out + need - 1, &self.runs)) + reselect + prep;
             }
             t
         };
@@ -768,7 +808,7 @@ impl Disk for Hdd {
         let lbn = rq.sector.min(cap - 1);
         let n = (rq.nr_sectors.max(1) as u64).min(cap - lbn);
         let t_now = to_f64(now.ns());
-        let t0 = t_now + ms(self.ctrl.per_request_ms);
+        let t0 = t_now + self.read_ns.per_request;
         let caught = self.catch_up(t0);
         let (end, w, outcome) = match rq.dir {
             Dir::Read => self.read(lbn, n, t0, caught),

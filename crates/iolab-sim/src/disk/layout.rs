@@ -401,7 +401,7 @@ impl Layout {
 
     /// The zone-relative physical position of `lbn` (in logical track
     /// order), and whether it was reached by a remapped defect.
-    #[inline]
+    #[inline(always)]
     fn position(&self, zi: usize, lbn: u64) -> (u64, bool) {
         let z = &self.zones[zi];
         let m = &self.maps[zi];

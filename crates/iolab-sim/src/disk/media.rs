@@ -27,7 +27,7 @@ use super::seek::Mechanics;
 /// sector of a stream is exactly under the head (float rounding aside).
 const SAME_ANGLE_REVS: f64 = 1e-7;
 
-use crate::time::{frac, to_f64, trunc_u64};
+use crate::time::{fmax, fmin, frac, to_f64, trunc_u64};
 
 /// Where the head is: on track (cylinder, head) at time `t` (absolute ns),
 /// free to move or transfer.
@@ -206,7 +206,7 @@ impl Media<'_> {
         let mut stepping_from = if stepping { head.t } else { f64::INFINITY };
         for &(first, count, angle) in &runs[..nruns] {
             let start = t + self.rot_wait(t, angle);
-            stepping_from = stepping_from.min(start);
+            stepping_from = fmin(stepping_from, start);
             out.push(Run { first, count, t0: start, st });
             t = start + to_f64(count) * st;
         }
@@ -330,7 +330,7 @@ impl Media<'_> {
                 if start + to_f64(count) * st > until {
                     let frontier =
                         if start + st <= until { from + trunc_u64((until - start) / st).min(count) } else { from };
-                    let stepping_from = if stepping_here { head.t.min(start) } else { start };
+                    let stepping_from = if stepping_here { fmin(head.t, start) } else { start };
                     let phase = if until < stepping_from {
                         Phase::Waiting { until: stepping_from }
                     } else {
@@ -455,9 +455,9 @@ pub fn avail_at(runs: &[Run], lbn: u64, before: f64) -> f64 {
             continue;
         }
         if lbn < r.end() {
-            return r.at(lbn).max(t);
+            return fmax(r.at(lbn), t);
         }
-        t = t.max(r.last_time());
+        t = fmax(t, r.last_time());
     }
     t
 }

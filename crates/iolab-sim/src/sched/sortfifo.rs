@@ -7,11 +7,14 @@
 //!
 //! A request lives in a slab slot and is linked into both structures, so
 //! removing it from the middle of the FIFO is O(1) like `list_del_init`,
-//! and slots are reused. The "tree" is a sorted vector of (sector, id,
-//! slot): a queue holds a few dozen requests at most (the request list
-//! caps it at `nr_requests` per direction), where a binary search and a
-//! short memmove cost less than a B-tree's node walks and allocations, and
-//! nothing is allocated after warm-up. The key is (sector, request id): Linux's
+//! and slots are reused. The "tree" is a second doubly linked list through
+//! the slots, in ascending (sector, id) order: a queue holds a few dozen
+//! requests at most (the request list caps it at `nr_requests` per
+//! direction), usually a handful, so an insertion walks a few links, and
+//! what the elevators ask most (a request's neighbours in sector order,
+//! removing the dispatched one) is O(1), where a sorted vector paid a
+//! binary search for each and a memmove call for every insertion and
+//! removal. Nothing is allocated after warm-up. The key is (sector, request id): Linux's
 //! rbtree keys on the sector alone and dispatches an "alias" (a second
 //! request at the same sector) at once; the simulator keeps both, ordered
 //! by id (see docs/schedulers.md).
@@ -28,8 +31,12 @@ struct Entry {
     rq: Request,
     dir: u8,
     fifo_time: SimTime,
+    /// FIFO neighbours.
     prev: Slot,
     next: Slot,
+    /// Neighbours in (sector, id) order.
+    sprev: Slot,
+    snext: Slot,
 }
 
 /// Sort trees and FIFOs for two directions (0 and 1; the caller decides
@@ -37,8 +44,10 @@ struct Entry {
 pub struct SortFifo {
     entries: Vec<Entry>,
     free: Vec<Slot>,
-    /// Per direction, (sector, id, slot) in ascending (sector, id) order.
-    sort: [Vec<Key>; 2],
+    /// Per direction, the lowest and the highest (sector, id) request.
+    sort_head: [Slot; 2],
+    sort_tail: [Slot; 2],
+    /// Per direction, the oldest and the newest request.
     head: [Slot; 2],
     tail: [Slot; 2],
     len: usize,
@@ -49,7 +58,8 @@ impl Default for SortFifo {
         SortFifo {
             entries: Vec::new(),
             free: Vec::new(),
-            sort: [Vec::new(), Vec::new()],
+            sort_head: [NIL; 2],
+            sort_tail: [NIL; 2],
             head: [NIL; 2],
             tail: [NIL; 2],
             len: 0,
@@ -60,7 +70,7 @@ impl Default for SortFifo {
 impl SortFifo {
     /// Queue `rq` in direction `dir`, expiring at `fifo_time`.
     pub fn add(&mut self, dir: usize, rq: Request, fifo_time: SimTime) -> Slot {
-        let entry = Entry { rq, dir: dir as u8, fifo_time, prev: self.tail[dir], next: NIL };
+        let entry = Entry { rq, dir: dir as u8, fifo_time, prev: self.tail[dir], next: NIL, sprev: NIL, snext: NIL };
         let slot = match self.free.pop() {
             Some(s) => {
                 self.entries[s as usize] = entry;
@@ -76,7 +86,7 @@ impl SortFifo {
             t => self.entries[t as usize].next = slot,
         }
         self.tail[dir] = slot;
-        self.tree_insert(dir, (rq.sector, rq.id), slot);
+        self.tree_insert(dir, slot);
         self.len += 1;
         slot
     }
@@ -88,7 +98,7 @@ impl SortFifo {
             (e.rq, e.dir as usize)
         };
         self.unlink(slot, dir);
-        self.tree_remove(dir, (rq.sector, rq.id));
+        self.tree_remove(slot, dir);
         self.free.push(slot);
         self.len -= 1;
         rq
@@ -106,29 +116,21 @@ impl SortFifo {
     }
     /// Lowest-sector request of a direction (`rb_first`).
     pub fn sort_first(&self, dir: usize) -> Option<Slot> {
-        self.sort[dir].first().map(|k| k.2)
+        some(self.sort_head[dir])
     }
     /// The request after `slot` in sector order (`rb_next`).
     pub fn sort_next(&self, slot: Slot) -> Option<Slot> {
-        let (dir, key) = self.key(slot);
-        let t = &self.sort[dir];
-        t.get(t.partition_point(|k| (k.0, k.1) <= key)).map(|k| k.2)
+        some(self.entries[slot as usize].snext)
     }
     /// The request before `slot` in sector order (`rb_prev`).
     pub fn sort_prev(&self, slot: Slot) -> Option<Slot> {
-        let (dir, key) = self.key(slot);
-        let t = &self.sort[dir];
-        t.partition_point(|k| (k.0, k.1) < key).checked_sub(1).map(|i| t[i].2)
+        some(self.entries[slot as usize].sprev)
     }
-    /// `(sort_prev(slot), sort_next(slot))` by one search: AS's dispatch
-    /// wants both (as_find_next_rq). `slot` is queued, so its key is in its
-    /// tree, once: the entries before it are below, those after above.
+    /// `(sort_prev(slot), sort_next(slot))`: AS's dispatch wants both
+    /// (as_find_next_rq).
     pub fn sort_neighbours(&self, slot: Slot) -> (Option<Slot>, Option<Slot>) {
-        let (dir, key) = self.key(slot);
-        let t = &self.sort[dir];
-        let i = t.partition_point(|k| (k.0, k.1) < key);
-        debug_assert!(t.get(i).is_some_and(|k| k.2 == slot), "slot not queued");
-        (i.checked_sub(1).map(|j| t[j].2), t.get(i + 1).map(|k| k.2))
+        let e = &self.entries[slot as usize];
+        (some(e.sprev), some(e.snext))
     }
     /// No request of direction `dir` (`list_empty(&fifo_list[dir])`).
     pub fn fifo_empty(&self, dir: usize) -> bool {
@@ -145,26 +147,41 @@ impl SortFifo {
     /// The slot of a queued request, found by its direction, sector and
     /// id (the copy the caller was handed).
     pub fn slot_of(&self, dir: usize, rq: &Request) -> Option<Slot> {
-        let t = &self.sort[dir];
-        t.binary_search_by(|k| (k.0, k.1).cmp(&(rq.sector, rq.id))).ok().map(|i| t[i].2)
+        let s = self.first_not_below(dir, (rq.sector, rq.id));
+        (s != NIL && self.key(s).1 == (rq.sector, rq.id)).then_some(s)
     }
 
     /// `elv_rb_find`: a request of direction `dir` starting at `sector`
     /// (the oldest-id one if two do).
     pub fn find(&self, dir: usize, sector: u64) -> Option<Slot> {
-        let t = &self.sort[dir];
-        t.get(t.partition_point(|k| k.0 < sector)).filter(|k| k.0 == sector).map(|k| k.2)
+        let s = self.first_not_below(dir, (sector, 0));
+        (s != NIL && self.entries[s as usize].rq.sector == sector).then_some(s)
+    }
+
+    /// The first request of direction `dir` in sort order whose key is not
+    /// below `key` (NIL if none), walking from the lowest.
+    fn first_not_below(&self, dir: usize, key: (u64, RequestId)) -> Slot {
+        let mut s = self.sort_head[dir];
+        while s != NIL {
+            let e = &self.entries[s as usize];
+            if (e.rq.sector, e.rq.id) >= key {
+                break;
+            }
+            s = e.snext;
+        }
+        s
     }
 
     /// Replace a queued request with its grown self (a merge): same slot,
     /// same FIFO place, re-keyed in the tree if its sector moved.
     pub fn update(&mut self, slot: Slot, rq: Request) {
         let (dir, old) = self.key(slot);
-        if old.0 != rq.sector {
-            self.tree_remove(dir, old);
-            self.tree_insert(dir, (rq.sector, rq.id), slot);
-        }
+        debug_assert_eq!(old.1, rq.id, "a merge keeps the request's id");
         self.entries[slot as usize].rq = rq;
+        if old.0 != rq.sector {
+            self.tree_remove(slot, dir);
+            self.tree_insert(dir, slot);
+        }
     }
 
     /// `list_move(&rq->queuelist, &next->queuelist)` then the caller
@@ -189,6 +206,7 @@ impl SortFifo {
         self.entries[slot as usize].fifo_time = self.entries[next as usize].fifo_time;
     }
 
+    #[inline]
     fn unlink(&mut self, slot: Slot, dir: usize) {
         let (prev, next) = {
             let e = &self.entries[slot as usize];
@@ -204,22 +222,47 @@ impl SortFifo {
         }
     }
 
-    fn tree_insert(&mut self, dir: usize, key: (u64, RequestId), slot: Slot) {
-        let t = &mut self.sort[dir];
-        let i = t.partition_point(|k| (k.0, k.1) < key);
-        debug_assert!(t.get(i).is_none_or(|k| (k.0, k.1) != key), "a request queued twice");
-        t.insert(i, (key.0, key.1, slot));
+    /// Links `slot` (its request in place, not linked in the sort order)
+    /// into direction `dir`'s sort order.
+    fn tree_insert(&mut self, dir: usize, slot: Slot) {
+        let key = self.key(slot).1;
+        // Walk down from the highest: the insertion point is after the
+        // last request below `key` (NIL: `slot` becomes the lowest).
+        let mut p = self.sort_tail[dir];
+        while p != NIL {
+            let e = &self.entries[p as usize];
+            debug_assert!((e.rq.sector, e.rq.id) != key, "a request queued twice");
+            if (e.rq.sector, e.rq.id) < key {
+                break;
+            }
+            p = e.sprev;
+        }
+        let n = match p {
+            NIL => std::mem::replace(&mut self.sort_head[dir], slot),
+            p => std::mem::replace(&mut self.entries[p as usize].snext, slot),
+        };
+        match n {
+            NIL => self.sort_tail[dir] = slot,
+            n => self.entries[n as usize].sprev = slot,
+        }
+        let e = &mut self.entries[slot as usize];
+        e.sprev = p;
+        e.snext = n;
     }
 
-    fn tree_remove(&mut self, dir: usize, key: (u64, RequestId)) {
-        let t = &mut self.sort[dir];
-        if let Ok(i) = t.binary_search_by(|k| (k.0, k.1).cmp(&key)) {
-            // The last by pop: `remove` calls memmove even to move nothing.
-            if i + 1 == t.len() {
-                t.pop();
-            } else {
-                t.remove(i);
-            }
+    #[inline]
+    fn tree_remove(&mut self, slot: Slot, dir: usize) {
+        let (p, n) = {
+            let e = &self.entries[slot as usize];
+            (e.sprev, e.snext)
+        };
+        match p {
+            NIL => self.sort_head[dir] = n,
+            p => self.entries[p as usize].snext = n,
+        }
+        match n {
+            NIL => self.sort_tail[dir] = p,
+            n => self.entries[n as usize].sprev = p,
         }
     }
 
@@ -228,9 +271,6 @@ impl SortFifo {
         (e.dir as usize, (e.rq.sector, e.rq.id))
     }
 }
-
-/// A tree entry: sector, request id, slot.
-type Key = (u64, RequestId, Slot);
 
 fn some(slot: Slot) -> Option<Slot> {
     (slot != NIL).then_some(slot)
@@ -300,6 +340,89 @@ mod tests {
         for (k, &s) in slots.iter().enumerate() {
             if k != 3 {
                 assert_eq!(q.sort_neighbours(s), (q.sort_prev(s), q.sort_next(s)), "slot {s}");
+            }
+        }
+    }
+
+    /// The simple version: per direction a sorted vector of (sector, id,
+    /// slot), as the store kept before the sort order became linked.
+    #[derive(Default)]
+    struct Model {
+        sort: [Vec<(u64, RequestId, Slot)>; 2],
+    }
+
+    impl Model {
+        fn pos(&self, dir: usize, slot: Slot) -> usize {
+            self.sort[dir].iter().position(|k| k.2 == slot).unwrap()
+        }
+        fn insert(&mut self, dir: usize, rq: &Request, slot: Slot) {
+            let t = &mut self.sort[dir];
+            let i = t.partition_point(|k| (k.0, k.1) < (rq.sector, rq.id));
+            t.insert(i, (rq.sector, rq.id, slot));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Adds, removals and re-keys in any order: the sort order, its
+        /// first, neighbours, `find` and `slot_of` as the sorted vector
+        /// gives them, in both directions.
+        #[test]
+        fn linked_sort_order_matches_a_sorted_vector(ops in proptest::collection::vec(
+            (0u8..4, 0usize..2, 0u64..40, 0usize..64), 1..200)) {
+            let mut q = SortFifo::default();
+            let mut m = Model::default();
+            let mut live: Vec<(Slot, usize)> = Vec::new();
+            let mut id: RequestId = 0;
+            for (op, dir, sector, pick) in ops {
+                match op {
+                    0 | 1 => {
+                        let rq = read(id, 0, sector);
+                        id += 1;
+                        let s = q.add(dir, rq, SimTime(0));
+                        m.insert(dir, &rq, s);
+                        live.push((s, dir));
+                    }
+                    2 if !live.is_empty() => {
+                        let (s, d) = live.swap_remove(pick % live.len());
+                        let rq = q.remove(s);
+                        let i = m.pos(d, s);
+                        proptest::prop_assert_eq!(m.sort[d].remove(i).1, rq.id);
+                    }
+                    3 if !live.is_empty() => {
+                        // A merge at the front moves the sector.
+                        let (s, d) = live[pick % live.len()];
+                        let rq = Request { sector, ..*q.rq(s) };
+                        q.update(s, rq);
+                        let i = m.pos(d, s);
+                        m.sort[d].remove(i);
+                        m.insert(d, &rq, s);
+                    }
+                    _ => {}
+                }
+                for d in 0..2 {
+                    let t = &m.sort[d];
+                    proptest::prop_assert_eq!(q.sort_first(d), t.first().map(|k| k.2));
+                    let mut walk = Vec::new();
+                    let mut s = q.sort_first(d);
+                    while let Some(x) = s {
+                        walk.push(x);
+                        s = q.sort_next(x);
+                    }
+                    proptest::prop_assert_eq!(&walk, &t.iter().map(|k| k.2).collect::<Vec<_>>());
+                    for (i, k) in t.iter().enumerate() {
+                        let prev = i.checked_sub(1).map(|j| t[j].2);
+                        let next = t.get(i + 1).map(|k| k.2);
+                        proptest::prop_assert_eq!(q.sort_neighbours(k.2), (prev, next));
+                        proptest::prop_assert_eq!(q.sort_prev(k.2), prev);
+                        proptest::prop_assert_eq!(q.slot_of(d, q.rq(k.2)), Some(k.2));
+                    }
+                    for sec in 0..41 {
+                        let want = t.get(t.partition_point(|k| k.0 < sec)).filter(|k| k.0 == sec).map(|k| k.2);
+                        proptest::prop_assert_eq!(q.find(d, sec), want);
+                    }
+                }
+                proptest::prop_assert_eq!(q.len(), live.len());
             }
         }
     }
