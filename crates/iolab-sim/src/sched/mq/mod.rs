@@ -116,6 +116,10 @@ pub struct BlkMq<S: MqSched> {
     later: HashMap<ProcessId, VecDeque<Request>>,
     /// The delayed queue run (`blk_mq_delay_run_hw_queues`), if pending.
     rerun_at: Option<SimTime>,
+    /// Tests: wake by trying every sleeper, without the shortcuts, to
+    /// check that the shortcuts change nothing.
+    #[cfg(test)]
+    try_every_sleeper: bool,
 }
 
 impl<S: MqSched> BlkMq<S> {
@@ -128,6 +132,8 @@ impl<S: MqSched> BlkMq<S> {
             waiting_pids: HashSet::new(),
             later: HashMap::new(),
             rerun_at: None,
+            #[cfg(test)]
+            try_every_sleeper: false,
         }
     }
 
@@ -181,7 +187,12 @@ impl<S: MqSched> BlkMq<S> {
         // No bit is freed while waking (gets only set bits), so a depth
         // that failed keeps failing for the whole loop; a full map fails
         // every depth (u32::MAX: unlimited).
+        #[cfg(not(test))]
         let full = |tags: &Sbitmap| if tags.is_full() { u32::MAX } else { 0 };
+        #[cfg(test)]
+        let naive = self.try_every_sleeper;
+        #[cfg(test)]
+        let full = |tags: &Sbitmap| if !naive && tags.is_full() { u32::MAX } else { 0 };
         let mut fails = full(&self.tags);
         let mut i = 0;
         while i < self.waiters.len() {
@@ -193,6 +204,10 @@ impl<S: MqSched> BlkMq<S> {
                 break;
             }
             let rq = self.waiters[i].rq;
+            #[cfg(test)]
+            if naive {
+                fails = 0;
+            }
             if self.try_admit(rq, now, &mut fails).is_some() {
                 i += 1;
                 continue;
@@ -200,6 +215,10 @@ impl<S: MqSched> BlkMq<S> {
             self.waiters.remove(i);
             self.waiting_pids.remove(&rq.pid);
             self.submit_later(rq.pid, now, &mut fails);
+            #[cfg(test)]
+            if naive {
+                fails = 0;
+            }
             fails = fails.max(full(&self.tags));
         }
     }
@@ -302,6 +321,79 @@ impl<S: MqSched> Elevator for BlkMq<S> {
 mod tests {
     use super::*;
     use crate::sched::testutil::{ms, read, write};
+    use proptest::prelude::*;
+
+    /// A FIFO whose `limit_depth` varies per request (by id), as BFQ's
+    /// does per queue: none, or 1 to 4 bits per word.
+    struct Mixed(VecDeque<Request>);
+    impl Elevator for Mixed {
+        fn name(&self) -> &'static str {
+            "mixed-test"
+        }
+        fn insert(&mut self, rq: Request, _now: SimTime) {
+            self.0.push_back(rq);
+        }
+        fn dispatch(&mut self, _now: SimTime) -> Dispatch {
+            self.0.pop_front().map_or(Dispatch::Nothing, Dispatch::Request)
+        }
+        fn queued(&self) -> usize {
+            self.0.len()
+        }
+    }
+    impl MqSched for Mixed {
+        fn limit_depth(&self, rq: &Request, _tags: &Sbitmap) -> Option<u32> {
+            (rq.id % 5 != 0).then_some((rq.id % 4) as u32 + 1)
+        }
+    }
+
+    proptest! {
+        /// The wake's shortcuts (stop when full, skip depths that failed)
+        /// admit the same requests in the same order with the same tags
+        /// as trying every sleeper.
+        #[test]
+        fn wake_shortcuts_change_nothing(
+            nr in 4u32..48,
+            ops in proptest::collection::vec((0u8..3, 0u32..12), 1..400),
+        ) {
+            let mut fast = BlkMq::new(Mixed(VecDeque::new()), nr);
+            let mut slow = BlkMq::new(Mixed(VecDeque::new()), nr);
+            slow.try_every_sleeper = true;
+            let (mut next_id, mut out): (RequestId, Vec<Request>) = (0, Vec::new());
+            for (k, (op, pid)) in ops.into_iter().enumerate() {
+                let now = ms(k as u64);
+                match op {
+                    0 => {
+                        let rq = if next_id % 3 == 0 { write(next_id, pid, u64::from(next_id) * 8) } else { read(next_id, pid, u64::from(next_id) * 8) };
+                        next_id += 1;
+                        fast.insert(rq, now);
+                        slow.insert(rq, now);
+                    }
+                    1 => {
+                        let (a, b) = (fast.dispatch(now), slow.dispatch(now));
+                        prop_assert_eq!(a, b);
+                        if let Dispatch::Request(rq) = a {
+                            out.push(rq);
+                        }
+                    }
+                    _ => {
+                        if !out.is_empty() {
+                            let rq = out.remove(pid as usize % out.len());
+                            fast.completed(&rq, now);
+                            slow.completed(&rq, now);
+                        }
+                    }
+                }
+                prop_assert_eq!(&fast.held, &slow.held);
+                prop_assert_eq!(fast.tags.weight(), slow.tags.weight());
+                prop_assert_eq!(fast.waiting(), slow.waiting());
+                // The hints agree: the next get, plain or shallow, would
+                // take the same bit.
+                for depth in [None, Some(1), Some(2), Some(3)] {
+                    prop_assert_eq!(fast.tags.clone().get(depth), slow.tags.clone().get(depth));
+                }
+            }
+        }
+    }
 
     /// A FIFO that limits writes to 1 bit per word.
     struct Fifo(VecDeque<Request>, bool);
