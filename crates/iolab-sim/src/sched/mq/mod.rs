@@ -342,7 +342,7 @@ mod tests {
     }
     impl MqSched for Mixed {
         fn limit_depth(&self, rq: &Request, _tags: &Sbitmap) -> Option<u32> {
-            (rq.id % 5 != 0).then_some((rq.id % 4) as u32 + 1)
+            (rq.id % 5 != 0).then_some(rq.id % 4 + 1)
         }
     }
 
