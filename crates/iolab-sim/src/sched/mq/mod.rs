@@ -187,12 +187,8 @@ impl<S: MqSched> BlkMq<S> {
         // No bit is freed while waking (gets only set bits), so a depth
         // that failed keeps failing for the whole loop; a full map fails
         // every depth (u32::MAX: unlimited).
-        #[cfg(not(test))]
-        let full = |tags: &Sbitmap| if tags.is_full() { u32::MAX } else { 0 };
-        #[cfg(test)]
-        let naive = self.try_every_sleeper;
-        #[cfg(test)]
-        let full = |tags: &Sbitmap| if !naive && tags.is_full() { u32::MAX } else { 0 };
+        let shortcuts = self.shortcuts();
+        let full = |tags: &Sbitmap| if shortcuts && tags.is_full() { u32::MAX } else { 0 };
         let mut fails = full(&self.tags);
         let mut i = 0;
         while i < self.waiters.len() {
@@ -203,11 +199,10 @@ impl<S: MqSched> BlkMq<S> {
                 self.tags.note_failed_get();
                 break;
             }
-            let rq = self.waiters[i].rq;
-            #[cfg(test)]
-            if naive {
+            if !shortcuts {
                 fails = 0;
             }
+            let rq = self.waiters[i].rq;
             if self.try_admit(rq, now, &mut fails).is_some() {
                 i += 1;
                 continue;
@@ -215,12 +210,18 @@ impl<S: MqSched> BlkMq<S> {
             self.waiters.remove(i);
             self.waiting_pids.remove(&rq.pid);
             self.submit_later(rq.pid, now, &mut fails);
-            #[cfg(test)]
-            if naive {
-                fails = 0;
-            }
             fails = fails.max(full(&self.tags));
         }
+    }
+
+    /// Whether `wake` takes its shortcuts: always, but for the test that
+    /// compares it with trying every sleeper.
+    #[inline]
+    fn shortcuts(&self) -> bool {
+        #[cfg(test)]
+        return !self.try_every_sleeper;
+        #[cfg(not(test))]
+        true
     }
 
     /// The submitter of `rq` sleeps in tag allocation, at the back.
@@ -323,29 +324,6 @@ mod tests {
     use crate::sched::testutil::{ms, read, write};
     use proptest::prelude::*;
 
-    /// A FIFO whose `limit_depth` varies per request (by id), as BFQ's
-    /// does per queue: none, or 1 to 4 bits per word.
-    struct Mixed(VecDeque<Request>);
-    impl Elevator for Mixed {
-        fn name(&self) -> &'static str {
-            "mixed-test"
-        }
-        fn insert(&mut self, rq: Request, _now: SimTime) {
-            self.0.push_back(rq);
-        }
-        fn dispatch(&mut self, _now: SimTime) -> Dispatch {
-            self.0.pop_front().map_or(Dispatch::Nothing, Dispatch::Request)
-        }
-        fn queued(&self) -> usize {
-            self.0.len()
-        }
-    }
-    impl MqSched for Mixed {
-        fn limit_depth(&self, rq: &Request, _tags: &Sbitmap) -> Option<u32> {
-            (rq.id % 5 != 0).then_some(rq.id % 4 + 1)
-        }
-    }
-
     proptest! {
         /// The wake's shortcuts (stop when full, skip depths that failed)
         /// admit the same requests in the same order with the same tags
@@ -355,8 +333,8 @@ mod tests {
             nr in 4u32..48,
             ops in proptest::collection::vec((0u8..3, 0u32..12), 1..400),
         ) {
-            let mut fast = BlkMq::new(Mixed(VecDeque::new()), nr);
-            let mut slow = BlkMq::new(Mixed(VecDeque::new()), nr);
+            let mut fast = BlkMq::new(Fifo::mixed(), nr);
+            let mut slow = BlkMq::new(Fifo::mixed(), nr);
             slow.try_every_sleeper = true;
             let (mut next_id, mut out): (RequestId, Vec<Request>) = (0, Vec::new());
             for (k, (op, pid)) in ops.into_iter().enumerate() {
@@ -395,8 +373,20 @@ mod tests {
         }
     }
 
-    /// A FIFO that limits writes to 1 bit per word.
-    struct Fifo(VecDeque<Request>, bool);
+    /// A FIFO (that dispatches nothing while stalled, `.1`) whose
+    /// `limit_depth` is `.2`.
+    struct Fifo(VecDeque<Request>, bool, fn(&Request) -> Option<u32>);
+    impl Fifo {
+        /// Writes limited to 1 bit per word.
+        fn new(stalled: bool) -> Fifo {
+            Fifo(VecDeque::new(), stalled, |rq| op_is_write(rq).then_some(1))
+        }
+        /// A limit that varies per request (by id), as BFQ's does per
+        /// queue: none, or 1 to 4 bits per word.
+        fn mixed() -> Fifo {
+            Fifo(VecDeque::new(), false, |rq| (rq.id % 5 != 0).then_some(rq.id % 4 + 1))
+        }
+    }
     impl Elevator for Fifo {
         fn name(&self) -> &'static str {
             "fifo-test"
@@ -416,7 +406,7 @@ mod tests {
     }
     impl MqSched for Fifo {
         fn limit_depth(&self, rq: &Request, _tags: &Sbitmap) -> Option<u32> {
-            op_is_write(rq).then_some(1)
+            (self.2)(rq)
         }
     }
 
@@ -443,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_submitter_without_a_tag_sleeps_until_a_completion() {
-        let mut m = BlkMq::new(Fifo(VecDeque::new(), false), 2);
+        let mut m = BlkMq::new(Fifo::new(false), 2);
         m.insert(read(0, 0, 0), ms(0));
         m.insert(read(1, 1, 8), ms(0));
         m.insert(read(2, 2, 16), ms(0)); // no tag: asleep
@@ -456,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_sleeping_process_submits_its_next_request_only_after_waking() {
-        let mut m = BlkMq::new(Fifo(VecDeque::new(), false), 2);
+        let mut m = BlkMq::new(Fifo::new(false), 2);
         m.insert(read(0, 0, 0), ms(0));
         m.insert(read(1, 0, 8), ms(0));
         m.insert(write(2, 1, 100), ms(0)); // pid 1 asleep
@@ -473,7 +463,7 @@ mod tests {
 
     #[test]
     fn a_woken_process_submits_all_it_held_back_while_tags_last() {
-        let mut m = BlkMq::new(Fifo(VecDeque::new(), false), 4);
+        let mut m = BlkMq::new(Fifo::new(false), 4);
         for i in 0..4 {
             m.insert(read(i, 0, 8 * i as u64), ms(0));
         }
@@ -497,7 +487,7 @@ mod tests {
     fn limited_requests_wait_while_unlimited_ones_get_the_rest() {
         // 4 tags: shift 0, 4 words of 1 bit; writes may use 1 bit per word
         // → all 4. Make it 8 tags: shift 1, 4 words of 2: writes get 4.
-        let mut m = BlkMq::new(Fifo(VecDeque::new(), false), 8);
+        let mut m = BlkMq::new(Fifo::new(false), 8);
         for i in 0..6 {
             m.insert(write(i, i, 1000 * i as u64), ms(0));
         }
@@ -508,7 +498,7 @@ mod tests {
 
     #[test]
     fn work_without_a_request_reruns_the_queue_after_3_ms() {
-        let mut m = BlkMq::new(Fifo(VecDeque::new(), true), 4);
+        let mut m = BlkMq::new(Fifo::new(true), 4);
         assert_eq!(m.dispatch(ms(0)), Dispatch::Nothing);
         assert_eq!(m.armed_timer(), None, "no work: no rerun");
         m.insert(read(0, 0, 0), ms(1));
