@@ -276,6 +276,17 @@ def _mean_ci(vals: list[float]) -> tuple[float, float]:
     return m, st.t.ppf(0.975, len(vals) - 1) * sd / len(vals) ** 0.5
 
 
+def _geometric_ci(log_ratios: list[float]) -> tuple[float, float, float]:
+    """Geometric mean of paired ratios, given as logs, with a 95%
+    t-interval on the logs (nan where there are too few)."""
+    if not log_ratios:
+        return float("nan"), float("nan"), float("nan")
+    m, h = _mean_ci(log_ratios)
+    if h != h:
+        return math.exp(m), float("nan"), float("nan")
+    return math.exp(m), math.exp(m - h), math.exp(m + h)
+
+
 def _ratio_ci(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float, float]:
     """Geometric mean of the per-repetition ratio a/b with a 95% t-interval
     on the log ratios (runs of one repetition are paired: same load, back
@@ -286,12 +297,7 @@ def _ratio_ci(rows: list[dict], a: str, b: str, key: str) -> tuple[float, float,
         rb = [r[key] for r in rows if r["rep"] == rep and r["system"] == b]
         if ra and rb and ra[0] > 0 and rb[0] > 0:
             pairs.append(math.log(ra[0] / rb[0]))
-    if not pairs:
-        return float("nan"), float("nan"), float("nan")
-    m, h = _mean_ci(pairs)
-    if h != h:
-        return math.exp(m), float("nan"), float("nan")
-    return math.exp(m), math.exp(m - h), math.exp(m + h)
+    return _geometric_ci(pairs)
 
 
 def _durability(system: str) -> str:
@@ -315,10 +321,10 @@ def _ceiling_note(rows: list[dict]) -> Optional[str]:
             best.append(max(top))
     if not logs:
         return None
-    m, h = _mean_ci(logs)
-    ci = f" (95% CI {math.exp(m - h):.2f}–{math.exp(m + h):.2f})" if h == h else ""
+    g, lo, hi = _geometric_ci(logs)
+    ci = f" (95% CI {lo:.2f}–{hi:.2f})" if lo == lo else ""
     return (f"- ceiling of this machine: the fastest system with its queue on tmpfs delivered "
-            f"{sum(best) / len(best):.0f} msg/s end to end, {math.exp(m):.2f}×{ci} the file-per-message server "
+            f"{sum(best) / len(best):.0f} msg/s end to end, {g:.2f}×{ci} the file-per-message server "
             f"on disk: about the most any queue could gain over it here")
 
 
