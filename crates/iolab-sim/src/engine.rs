@@ -390,7 +390,7 @@ impl<O: Observer> Engine<'_, O> {
         let p = pid as usize;
         loop {
             match self.procs[p].next(self.now, &mut self.rngs[p]) {
-                Step::Issue(op) => {
+                step @ (Step::Issue(op) | Step::IssueThenWait(op)) => {
                     if op.nr_sectors == 0 || op.sector + op.nr_sectors as u64 > self.capacity {
                         return Err(Error::invalid(
                             "workload",
@@ -402,6 +402,12 @@ impl<O: Observer> Engine<'_, O> {
                     }
                     if !self.submit_direct(pid, op) {
                         self.state[p] = ProcState::Kernel;
+                        return Ok(());
+                    }
+                    // Nothing reaches the process between its submit and
+                    // its next step (completions come as later events).
+                    if matches!(step, Step::IssueThenWait(_)) {
+                        self.state[p] = ProcState::Blocked;
                         return Ok(());
                     }
                 }

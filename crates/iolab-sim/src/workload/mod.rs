@@ -42,6 +42,11 @@ pub enum Step {
     /// Submit this request now, bypassing the page cache (direct I/O;
     /// then the engine asks again at once).
     Issue(IoOp),
+    /// Submit this request now, then block until one of its requests
+    /// completes: `Issue` followed by the `Wait` that asking again at once
+    /// would give. A closed-loop process says so with its request, which
+    /// spares the engine a second call per request.
+    IssueThenWait(IoOp),
     /// Read or write pages of one of its files through the page cache
     /// (buffered I/O). The process is blocked until the operation is done,
     /// then asked again.

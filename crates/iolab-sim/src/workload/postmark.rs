@@ -632,7 +632,7 @@ mod tests {
         let mut ops = Vec::new();
         loop {
             match p.next(now, &mut rng) {
-                Step::Issue(op) => {
+                Step::Issue(op) | Step::IssueThenWait(op) => {
                     ops.push((p.phase(), op));
                     p.completed(&request_for(op, now), now);
                 }

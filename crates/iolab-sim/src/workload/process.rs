@@ -226,7 +226,14 @@ impl Process for PatternProcess {
         }
         let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
         self.outstanding += 1;
-        Step::Issue(op)
+        // Asked again at once, the checks above would answer Wait: the
+        // same instant (not stopped), and `current` moves on only with
+        // nothing outstanding.
+        if self.outstanding >= limit || p.ops.is_some_and(|n| self.done >= n) {
+            Step::IssueThenWait(op)
+        } else {
+            Step::Issue(op)
+        }
     }
 
     fn completed(&mut self, _rq: &Request, _now: SimTime) {
@@ -277,11 +284,11 @@ mod tests {
         let mut rng = SimRng::new(1);
         let mut p = PatternProcess::new(0, 100, 64, SimTime::NEVER, vec![phase(true, 1)]);
         let t = SimTime::ZERO;
-        assert!(matches!(p.next(t, &mut rng), Step::Issue(IoOp { sector: 100, .. })));
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(IoOp { sector: 100, .. })));
         assert_eq!(p.next(t, &mut rng), Step::Wait);
         p.completed(&rq(100), t);
         assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
-        assert!(matches!(p.next(t, &mut rng), Step::Issue(IoOp { sector: 108, .. })));
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(IoOp { sector: 108, .. })));
     }
 
     #[test]
@@ -293,11 +300,11 @@ mod tests {
         let t = SimTime::ZERO;
         assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
         assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
-        assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(_)));
         assert_eq!(p.next(t, &mut rng), Step::Wait); // two in flight
         p.completed(&rq(0), t);
         assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
-        assert!(matches!(p.next(t, &mut rng), Step::Issue(_)));
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(_)));
         assert_eq!(p.next(t, &mut rng), Step::Wait); // 3 ops issued: phase done, 2 in flight
         p.completed(&rq(0), t);
         p.completed(&rq(0), t);
@@ -328,14 +335,90 @@ mod tests {
         ph.ops = Some(1);
         let b = Barrier { group: 7, parties: 3 };
         let mut p = PatternProcess::new(0, 0, 64, SimTime::NEVER, vec![ph.clone(), ph]).with_barrier(b);
-        assert!(matches!(p.next(SimTime(10), &mut rng), Step::Issue(_)));
+        assert!(matches!(p.next(SimTime(10), &mut rng), Step::IssueThenWait(_)));
         p.completed(&rq(0), SimTime(30));
         assert_eq!(p.next(SimTime(30), &mut rng), Step::Barrier { group: 7, key: 0, parties: 3 });
-        assert!(matches!(p.next(SimTime(50), &mut rng), Step::Issue(_)), "released: the next phase");
+        assert!(matches!(p.next(SimTime(50), &mut rng), Step::IssueThenWait(_)), "released: the next phase");
         p.completed(&rq(0), SimTime(90));
         assert_eq!(p.next(SimTime(90), &mut rng), Step::Barrier { group: 7, key: 1, parties: 3 });
         assert_eq!(p.next(SimTime(95), &mut rng), Step::Exit);
         let t: Vec<(u64, u64, u64)> = p.timings().iter().map(|x| (x.start.0, x.end.0, x.bytes)).collect();
         assert_eq!(t, [(10, 30, 4096), (50, 90, 4096)]);
+    }
+
+    mod issue_then_wait {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn phase_strategy() -> impl Strategy<Value = Phase> {
+            (any::<bool>(), 1u32..4, prop::option::of(1u64..6), 0u64..3, prop::sample::select(vec![
+                Pattern::Sequential,
+                Pattern::Random,
+                Pattern::Strided,
+                Pattern::Backward,
+            ]))
+                .prop_map(|(sync, max_outstanding, ops, think_ms, pattern)| Phase {
+                    pattern,
+                    ops,
+                    think: ThinkTime::Constant(think_ms * NS_PER_MS),
+                    ..phase(sync, max_outstanding)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+            /// `IssueThenWait` is exactly an issue after which asking
+            /// again at the same instant answers `Wait` (what the engine
+            /// did before the step existed): asked again after each
+            /// issue, the process answers `Wait` after that step and
+            /// never after a plain `Issue`.
+            #[test]
+            fn says_wait_exactly_when_asking_again_would(
+                phases in prop::collection::vec(phase_strategy(), 1..4),
+                stop_ms in prop::option::of(1u64..40),
+                completions in prop::collection::vec(0u64..3, 64),
+                seed in any::<u64>(),
+            ) {
+                let stop = stop_ms.map_or(SimTime::NEVER, |ms| SimTime(ms * NS_PER_MS));
+                let mut p = PatternProcess::new(0, 0, 256, stop, phases);
+                let (mut rng, mut now, mut in_flight) = (SimRng::new(seed), SimTime::ZERO, 0u32);
+                let mut completions = completions.into_iter().cycle();
+                for _ in 0..400 {
+                    let step = p.next(now, &mut rng);
+                    match step {
+                        Step::Issue(_) | Step::IssueThenWait(_) => {
+                            in_flight += 1;
+                            let waits = matches!(step, Step::IssueThenWait(_));
+                            // Ask again at once, as the engine used to.
+                            let again = p.next(now, &mut rng);
+                            prop_assert_eq!(again == Step::Wait, waits, "{:?} then {:?}", step, again);
+                            match again {
+                                Step::Issue(_) | Step::IssueThenWait(_) => in_flight += 1,
+                                Step::Think(ns) => now += ns,
+                                Step::Exit => break,
+                                _ => {}
+                            }
+                        }
+                        Step::Think(ns) => now += ns,
+                        Step::Wait => {
+                            // Blocked: its oldest request completes.
+                            prop_assert!(in_flight > 0, "waits with nothing in flight");
+                            now += 100_000;
+                            p.completed(&rq(0), now);
+                            in_flight -= 1;
+                            continue;
+                        }
+                        Step::Exit => break,
+                        Step::File(_) | Step::Barrier { .. } => prop_assert!(false, "{:?}", step),
+                    }
+                    // Some of the requests in flight complete a moment later.
+                    now += 100_000;
+                    for _ in 0..completions.next().unwrap_or(0).min(in_flight as u64) {
+                        p.completed(&rq(0), now);
+                        in_flight -= 1;
+                    }
+                }
+            }
+        }
     }
 }
