@@ -463,8 +463,19 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
-    /// Ask the scheduler for requests while the device has room.
+    /// Ask the scheduler for requests while the device has room. Called
+    /// two or three times per request, mostly with the device already
+    /// full: that case is checked here, inlined, without the call.
+    #[inline(always)]
     fn fill(&mut self) {
+        if self.device_queue.len() + self.in_service.len() < self.depth {
+            self.fill_device();
+        } else {
+            self.sync_timer();
+        }
+    }
+
+    fn fill_device(&mut self) {
         while self.device_queue.len() + self.in_service.len() < self.depth {
             match self.sched.dispatch(self.now) {
                 Dispatch::Request(rq) => {

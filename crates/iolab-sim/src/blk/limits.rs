@@ -196,7 +196,11 @@ impl RequestList {
             self.congested[rw] = false;
             // clear_bdi_congested wakes every congestion_wait sleeper of
             // this direction.
-            fx.wake.extend(self.congestion_sleepers[rw].drain(..).map(|p| (p, Wake::Congestion)));
+            // (Checked first: a drain of nothing still sets up and drops
+            // its iterator, on every freed request.)
+            if !self.congestion_sleepers[rw].is_empty() {
+                fx.wake.extend(self.congestion_sleepers[rw].drain(..).map(|p| (p, Wake::Congestion)));
+            }
         }
         if self.count[rw] < self.nr_requests {
             if let Some(pid) = self.waiters[rw].pop_front() {
