@@ -179,6 +179,10 @@ impl<O: Observer> Engine<'_, O> {
     /// that stands for the elevators' own kicks (AS's `as_antic_stop` and
     /// CFQ's `blk_start_queueing` when the awaited request arrives); asking
     /// an elevator that has nothing to hand out changes nothing.
+    ///
+    /// Nearly always there is no timer and no wake (twice per request):
+    /// that case is inlined into the callers.
+    #[inline(always)]
     pub(super) fn apply_effects(&mut self) {
         let fx = &mut self.blk.fx;
         fx.run_queue = false;
@@ -188,6 +192,11 @@ impl<O: Observer> Engine<'_, O> {
             }
             return;
         }
+        self.apply_timers_and_wakes();
+    }
+
+    fn apply_timers_and_wakes(&mut self) {
+        let fx = &mut self.blk.fx;
         let mut timers = std::mem::take(&mut fx.timers);
         let mut wake = std::mem::take(&mut fx.wake);
         for (at, t) in timers.drain(..) {

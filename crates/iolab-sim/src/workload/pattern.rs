@@ -22,12 +22,14 @@ pub enum Pattern {
 /// `stride` is in records and only used by [`Pattern::Strided`].
 pub fn record_index(pattern: Pattern, k: u64, n: u64, stride: u64, rng: &mut SimRng) -> u64 {
     debug_assert!(n > 0);
-    let k = k % n;
+    // (`k % n` only where `k` is used: a random pattern's every request
+    // would pay a division for nothing.)
     match pattern {
-        Pattern::Sequential => k,
-        Pattern::Backward => n - 1 - k,
+        Pattern::Sequential => k % n,
+        Pattern::Backward => n - 1 - k % n,
         Pattern::Random => rng.below(n),
         Pattern::Strided => {
+            let k = k % n;
             let stride = stride.clamp(1, n);
             // Columns of a (stride × ceil(n/stride)) grid: 0, s, 2s, ..., then 1, 1+s, ...
             let per_col = n.div_ceil(stride);
