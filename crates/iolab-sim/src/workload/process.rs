@@ -78,6 +78,17 @@ pub struct Barrier {
     pub parties: u32,
 }
 
+/// What a phase's fixed parameters give each of its requests, worked out
+/// once per process (`ThinkTime::is_zero` and the division are a few
+/// dozen instructions on every request otherwise).
+#[derive(Copy, Clone, Debug)]
+struct Derived {
+    /// It thinks or computes between operations.
+    pauses: bool,
+    /// Records in the region (at least 1: a smaller region is one record).
+    records: u64,
+}
+
 /// A process that runs [`Phase`]s over a contiguous file region.
 pub struct PatternProcess {
     class: u32,
@@ -85,6 +96,8 @@ pub struct PatternProcess {
     region_sectors: u64,
     stop: SimTime,
     phases: Vec<Phase>,
+    /// Per phase, what its fixed parameters give every request.
+    derived: Vec<Derived>,
     phase: usize,
     /// Operations issued in the current phase.
     done: u64,
@@ -106,12 +119,20 @@ impl PatternProcess {
     /// The region should hold at least one record of every phase (a
     /// smaller region is used as one record).
     pub fn new(class: u32, region_start: u64, region_sectors: u64, stop: SimTime, phases: Vec<Phase>) -> Self {
+        let derived = phases
+            .iter()
+            .map(|p| Derived {
+                pauses: !p.think.is_zero() || !p.cpu.is_zero(),
+                records: (region_sectors / p.record_sectors.max(1) as u64).max(1),
+            })
+            .collect();
         PatternProcess {
             class,
             region_start,
             region_sectors,
             stop,
             phases,
+            derived,
             phase: 0,
             done: 0,
             outstanding: 0,
@@ -199,8 +220,8 @@ impl Process for PatternProcess {
             }
         }
         let rec = p.record_sectors as u64;
-        let records = (self.region_sectors / rec).max(1);
-        let idx = record_index(p.pattern, done, records, p.stride_records, rng);
+        let fixed = self.derived[pi];
+        let idx = record_index(p.pattern, done, fixed.records, p.stride_records, rng);
         let dir = match p.op {
             OpKind::Read => Dir::Read,
             OpKind::Write => Dir::Write,
@@ -215,7 +236,7 @@ impl Process for PatternProcess {
         self.phase_start.get_or_insert(now);
         self.phase_bytes += rec * SECTOR_BYTES;
         self.done += 1;
-        self.think_due = !p.think.is_zero() || !p.cpu.is_zero();
+        self.think_due = fixed.pauses;
         if !p.direct {
             // read(2) / write(2) of the record through the page cache.
             let (from, to) = (idx * rec * SECTOR_BYTES, (idx + 1) * rec * SECTOR_BYTES);
