@@ -163,7 +163,20 @@ impl SeekCurve {
     }
 
     /// Seek time for a move of `d` cylinders, in ms (0 for d = 0).
+    ///
+    /// A tabulated curve's lookup is inlined into every seek (its entry 0
+    /// is 0.0); the rest is a call.
+    #[inline(always)]
     pub fn ms(&self, d: u32) -> f64 {
+        if let SeekCurve::Tabulated { lut, .. } = self {
+            if let Some(&v) = lut.0.get(d as usize) {
+                return v;
+            }
+        }
+        self.ms_computed(d)
+    }
+
+    fn ms_computed(&self, d: u32) -> f64 {
         if d == 0 {
             return 0.0;
         }
