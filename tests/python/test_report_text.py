@@ -60,3 +60,26 @@ def test_outputs_are_counted_and_named(iolab, tmp_path):
     doc = json.loads((out / "results.json").read_text())
     assert doc["runs"][0]["per_process"], "the file keeps per-process detail"
     assert (out / "results.json").read_text() == json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def test_buffered_calls_are_told_apart_from_disk_requests(iolab, tmp_path):
+    """A writer that only dirties cached pages makes no disk request of its
+    own: the console and report.md say what its calls were, the JSON has
+    them per run, class and process; a direct-only run says nothing."""
+    spec = tmp_path / "b.toml"
+    spec.write_text('[disk]\npreset = "hp97560"\n[[scheduler]]\nname = "noop"\n[workload]\nkind = "processes"\n'
+                    '[[workload.group]]\nname = "writer"\ncount = 2\nop = "write"\ndirect = false\n'
+                    'request_kb = 8\nfile_mb = 1\nthink = { dist = "constant", ms = 0 }\n'
+                    '[run]\nduration_s = 0.05\n')
+    out = tmp_path / "o"
+    proc = iolab("run", str(spec), "-o", str(out), check=True)
+    assert "buffered read/write calls" in proc.stdout and "calls/s" in proc.stdout, proc.stdout
+    run = json.loads((out / "results.json").read_text())["runs"][0]
+    writer = next(c for c in run["per_class"] if c["name"] == "writer")
+    assert writer["requests"] == 0
+    # Two writers, a 4 µs call each every 4 µs for 50 ms.
+    assert writer["buffered"]["calls"] == run["buffered"]["calls"] == 2 * 12_501
+    assert abs(writer["buffered"]["latency_ms"]["mean"] - 0.004) < 1e-9
+    assert "Buffered read/write calls" in (out / "report.md").read_text()
+    direct = report.buffered_note(_doc({"noop": [1.0]}, [1]))
+    assert direct is None

@@ -54,7 +54,7 @@ impl Tally {
             max: ns_to_ms(self.hist.max()),
         }
     }
-    fn group(&self, name: &str, processes: u32, elapsed_ns: u64) -> GroupResult {
+    fn group(&self, name: &str, processes: u32, elapsed_ns: u64, calls: &Tally) -> GroupResult {
         let n = self.hist.len();
         GroupResult {
             name: name.to_string(),
@@ -63,7 +63,18 @@ impl Tally {
             throughput_mb_s: rate(self.bytes as f64 / 1e6, elapsed_ns),
             iops: rate(n as f64, elapsed_ns),
             latency_ms: self.summary(),
+            buffered: calls.buffered(elapsed_ns),
         }
+    }
+    /// As buffered calls: `None` when there were none.
+    fn buffered(&self, elapsed_ns: u64) -> Option<BufferedResult> {
+        let n = self.hist.len();
+        (n > 0).then(|| BufferedResult {
+            calls: n,
+            calls_per_s: rate(n as f64, elapsed_ns),
+            throughput_mb_s: rate(self.bytes as f64 / 1e6, elapsed_ns),
+            latency_ms: self.summary(),
+        })
     }
 }
 
@@ -85,6 +96,9 @@ fn rate(amount: f64, elapsed_ns: u64) -> f64 {
 pub struct Collector {
     /// Per process, reads (0) and writes (1).
     per_process: Vec<[Tally; 2]>,
+    /// Per process, its buffered read(2)/write(2) calls: they are served
+    /// by the page cache and are not disk requests.
+    calls: Vec<Tally>,
     process_class: Vec<u32>,
     classes: usize,
     read_bytes: u64,
@@ -110,6 +124,7 @@ impl Collector {
     pub fn new(process_class: Vec<u32>, classes: usize) -> Collector {
         Collector {
             per_process: vec![[Tally::new(), Tally::new()]; process_class.len()],
+            calls: vec![Tally::new(); process_class.len()],
             classes,
             process_class,
             read_bytes: 0,
@@ -176,6 +191,12 @@ impl Collector {
         self.per_process[rq.pid as usize][d].record(latency, bytes);
     }
 
+    /// A buffered call of `pid` for `bytes` returned after `latency_ns`
+    /// (from the call to its return, the copy included).
+    pub fn buffered_call(&mut self, pid: crate::request::ProcessId, bytes: u64, latency_ns: u64) {
+        self.calls[pid as usize].record(latency_ns, bytes);
+    }
+
     /// Busy time already committed beyond `end` (a request in service when
     /// the run stopped) is not counted.
     pub fn finish(&self, end: SimTime, overhang_ns: u64, header: RunHeader, classes: &[String], process_names: &[String], antic: Option<AnticipationStats>) -> RunResult {
@@ -194,6 +215,7 @@ impl Collector {
             members[c as usize].push(p);
         }
         let class = |c: usize| Tally::sum(members[c].iter().flat_map(|&p| &self.per_process[p]));
+        let class_calls = |c: usize| Tally::sum(members[c].iter().map(|&p| &self.calls[p]));
         debug_assert_eq!(classes.len(), self.classes);
         RunResult {
             scheduler: header.scheduler,
@@ -214,6 +236,7 @@ impl Collector {
             iops: rate(self.completed as f64, elapsed),
             latency_ms: overall.summary(),
             read_latency_ms: reads.summary(),
+            buffered: Tally::sum(&self.calls).buffered(elapsed),
             seek: SeekSummary {
                 seeks: self.seeks,
                 mean_cylinders: if self.dispatched == 0 { 0.0 } else { self.seek_cylinders as f64 / self.dispatched as f64 },
@@ -239,12 +262,12 @@ impl Collector {
             per_class: classes
                 .iter()
                 .enumerate()
-                .map(|(i, name)| class(i).group(name, class_sizes[i], elapsed))
+                .map(|(i, name)| class(i).group(name, class_sizes[i], elapsed, &class_calls(i)))
                 .collect(),
             per_process: process_names
                 .iter()
                 .enumerate()
-                .map(|(i, name)| Tally::sum(&self.per_process[i]).group(name, 1, elapsed))
+                .map(|(i, name)| Tally::sum(&self.per_process[i]).group(name, 1, elapsed, &self.calls[i]))
                 .collect(),
             phases: Vec::new(),
             page_cache: None,
@@ -275,6 +298,26 @@ pub struct GroupResult {
     pub requests: u64,
     pub throughput_mb_s: f64,
     pub iops: f64,
+    pub latency_ms: LatencySummary,
+    /// Its buffered calls (groups that made any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffered: Option<BufferedResult>,
+}
+
+/// Buffered `read(2)`/`write(2)` calls: what the processes asked of the
+/// page cache, whatever reached the disk. A call that finds its pages
+/// cached (or dirties them under the limits) costs only its copy time
+/// (`vm.copy_us_per_page`); the requests it causes, if any, are counted
+/// with the disk requests (read-ahead, `readpage`, write-back).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BufferedResult {
+    /// Calls that had their pages during the run (each is counted then,
+    /// with its copy time: a process's last copy may end after the run).
+    pub calls: u64,
+    pub calls_per_s: f64,
+    /// Bytes the calls asked for, per second (MB = 10^6 bytes).
+    pub throughput_mb_s: f64,
+    /// From the call to its return, the copy included.
     pub latency_ms: LatencySummary,
 }
 
@@ -394,6 +437,10 @@ pub struct RunResult {
     pub latency_ms: LatencySummary,
     /// Reads only (all zero when the run completed no read).
     pub read_latency_ms: LatencySummary,
+    /// Buffered calls (runs that made any): they are not in the figures
+    /// above, which count disk requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffered: Option<BufferedResult>,
     pub seek: SeekSummary,
     pub disk: DiskSummary,
     /// False for schedulers that never anticipate (their counts are zero).

@@ -228,3 +228,39 @@ fn iozone_without_direct_reads_from_the_cache() {
     let phases: Vec<String> = out.timings.iter().map(|(_, t)| t.phase.to_string()).collect();
     assert_eq!(phases.iter().filter(|p| p.as_str() == "re-read").count(), 2);
 }
+
+/// Buffered calls served by the page cache are counted as calls, apart
+/// from the disk requests: a writer rewriting a 1 MiB file in 8 KiB calls
+/// with no think time only copies (2 pages at `copy_us_per_page` = 2 µs
+/// each), reaches the disk through pdflush alone, and its class shows no
+/// request but every call.
+#[test]
+fn buffered_calls_are_counted_apart_from_disk_requests() {
+    let spec = WorkloadSpec::Processes(ProcessesSpec {
+        placement: Placement::Spread,
+        group: vec![GroupSpec {
+            count: 1,
+            op: OpSpec::Write,
+            direct: false,
+            request_kb: 8.0,
+            file_mb: 1.0,
+            think: ThinkSpec::Constant { ms: 0.0 },
+            ..GroupSpec::default()
+        }],
+    });
+    let (seen, out) = run(&spec, "hp97560", "noop", QueueSpec::default(), VmSpec::default(), 0.05);
+    let header = iolab_sim::metrics::RunHeader { scheduler: "noop".into(), tunables: BTreeMap::new(), seed: 1 };
+    let r = out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation);
+    assert!(seen.inserted.iter().all(|rq| out.process_names[rq.pid as usize] == "pdflush"));
+    let writer = &r.per_class[0];
+    assert_eq!(writer.requests, 0, "no disk request of its own");
+    let calls = writer.buffered.as_ref().expect("its calls");
+    // A 4 µs call begins every 4 µs from 0 to 50 ms included (each is
+    // counted once it has its pages, its copy time with it).
+    assert_eq!(calls.calls, 12_501);
+    assert!((calls.latency_ms.mean - 0.004).abs() < 1e-9, "{:?}", calls.latency_ms);
+    let mb_s = calls.calls as f64 * 8192.0 / 0.05 / 1e6;
+    assert!((calls.throughput_mb_s - mb_s).abs() < 1e-6 * mb_s);
+    assert_eq!(r.buffered.as_ref().map(|b| b.calls), Some(calls.calls), "the run's total");
+    assert!(r.per_class.iter().filter(|c| c.name != writer.name).all(|c| c.buffered.is_none()));
+}

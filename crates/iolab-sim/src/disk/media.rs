@@ -240,6 +240,7 @@ impl Media<'_> {
     /// is, already known: a request's read has just located its first
     /// sector for the seek.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn read_at(
         &self,
         head: Head,

@@ -18,7 +18,8 @@ use crate::blk::bio::{Bio, Origin, SINGLE};
 use crate::blk::{Done, KernelTimer, Submitted, Wake};
 use crate::error::{Error, Result};
 use crate::pagecache::{FileMap, FileOp, Step as CacheStep};
-use crate::request::{ProcessId, Request};
+use crate::request::{ProcessId, Request, SECTOR_BYTES};
+use crate::time::SimTime;
 use crate::workload::{IoOp, Process};
 use std::collections::VecDeque;
 
@@ -54,8 +55,9 @@ pub(super) struct KernelIo {
     free_split: Vec<u32>,
     /// What a process asleep in the kernel waits for.
     waits: Vec<Option<Wake>>,
-    /// The buffered operation a process is in (for its copy time).
-    file_op: Vec<Option<FileOp>>,
+    /// The buffered operation a process is in (for its copy time), and
+    /// when the call began.
+    file_op: Vec<Option<(FileOp, SimTime)>>,
 }
 
 impl KernelIo {
@@ -131,6 +133,7 @@ impl<O: Observer> Engine<'_, O> {
     /// bio went in, unplug (blk_run_address_space: direct I/O does not wait
     /// on a plug); if the request list was full, the process sleeps until a
     /// request frees. Then the effects are applied. Returns `all`.
+    #[inline(always)]
     fn unplug_or_wait(&mut self, pid: ProcessId, all: bool) -> bool {
         if all {
             self.blk.unplug();
@@ -261,12 +264,24 @@ impl<O: Observer> Engine<'_, O> {
             ));
         };
         cache.start(pid, op, &ProcMap(&self.procs));
-        self.kio.file_op[pid as usize] = Some(op);
+        self.kio.file_op[pid as usize] = Some((op, self.now));
         let done = self.cache_continue(pid);
         if done {
-            self.kio.file_op[pid as usize] = None;
+            self.file_call_returns(pid);
         }
         Ok(done)
+    }
+
+    /// `pid`'s buffered call has its pages: it returns after copying them
+    /// (its copy time, which the caller schedules). Counted now, with the
+    /// latency it will have when it returns. (Kept out of line: not on
+    /// direct I/O's path, whose inlining it would otherwise disturb.)
+    #[inline(never)]
+    fn file_call_returns(&mut self, pid: ProcessId) -> FileOp {
+        let (op, start) = self.kio.file_op[pid as usize].take().expect("a buffered operation");
+        let latency = self.now.since(start) + self.copy_time(&op).unwrap_or(0);
+        self.metrics.buffered_call(pid, op.sectors as u64 * SECTOR_BYTES, latency);
+        op
     }
 
     /// The time a finished buffered operation spends copying its pages
@@ -363,7 +378,7 @@ impl<O: Observer> Engine<'_, O> {
             if self.cache.as_ref().is_some_and(|c| c.flusher_pid() == pid) {
                 return Ok(());
             }
-            let op = self.kio.file_op[p].take().expect("a buffered operation");
+            let op = self.file_call_returns(pid);
             self.state[p] = ProcState::Sleeping;
             return match self.copy_time(&op) {
                 Some(ns) => {

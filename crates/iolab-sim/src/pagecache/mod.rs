@@ -117,6 +117,10 @@ pub struct FileOp {
     /// For a write: the first and last pages are partly written (their old
     /// content must be in the cache first).
     pub partial: bool,
+    /// The call's length in 512-byte sectors (its pages may cover more).
+    /// In sectors, a u32 as a record's length is everywhere, so that a
+    /// `FileOp` (and the process's `Step`) stays 24 bytes.
+    pub sectors: u32,
 }
 
 /// How a process's files lie on the disk.

@@ -24,7 +24,7 @@ fn cache(memory_mb: u32) -> (PageCache, BlockLayer) {
 }
 
 fn read(page: u64, pages: u32) -> FileOp {
-    FileOp { file: 0, page, pages, dir: Dir::Read, partial: false }
+    FileOp { file: 0, page, pages, dir: Dir::Read, partial: false, sectors: pages * PAGE_SECTORS as u32 }
 }
 
 /// Complete every bio in `out` at once; returns (first page, pages) of each.
@@ -90,7 +90,7 @@ fn a_random_reader_reads_only_what_it_asks_for() {
 }
 
 fn write(page: u64, pages: u32) -> FileOp {
-    FileOp { file: 0, page, pages, dir: Dir::Write, partial: false }
+    FileOp { file: 0, page, pages, dir: Dir::Write, partial: false, sectors: pages * PAGE_SECTORS as u32 }
 }
 
 #[test]

@@ -89,7 +89,8 @@ impl OpQueue {
             self.next += 1;
             let page = op.sector / BLOCK_SECTORS;
             let pages = (op.sector + op.nr_sectors as u64).div_ceil(BLOCK_SECTORS) - page;
-            return Some(Step::File(FileOp { file: BDEV_FILE, page, pages: pages as u32, dir: op.dir, partial: false }));
+            let sectors = op.nr_sectors;
+            return Some(Step::File(FileOp { file: BDEV_FILE, page, pages: pages as u32, dir: op.dir, partial: false, sectors }));
         }
         if !op.sync && self.async_in_flight >= self.max_async {
             return Some(Step::Wait);

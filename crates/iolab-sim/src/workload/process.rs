@@ -243,7 +243,8 @@ impl Process for PatternProcess {
             let page = from / PAGE_BYTES;
             let end = to.div_ceil(PAGE_BYTES);
             let partial = from % PAGE_BYTES != 0 || to % PAGE_BYTES != 0;
-            return Step::File(FileOp { file: 0, page, pages: (end - page) as u32, dir, partial });
+            let sectors = p.record_sectors;
+            return Step::File(FileOp { file: 0, page, pages: (end - page) as u32, dir, partial, sectors });
         }
         let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
         self.outstanding += 1;
@@ -341,7 +342,7 @@ mod tests {
         ph.cpu = ThinkTime::Constant(5_000);
         let mut p = PatternProcess::new(0, 800, 64, SimTime::NEVER, vec![ph]);
         let t = SimTime::ZERO;
-        let op = FileOp { file: 0, page: 0, pages: 2, dir: Dir::Read, partial: false };
+        let op = FileOp { file: 0, page: 0, pages: 2, dir: Dir::Read, partial: false, sectors: 16 };
         assert_eq!(p.next(t, &mut rng), Step::File(op));
         assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS + 5_000), "no wait: the call has returned");
         assert_eq!(p.next(t, &mut rng), Step::File(FileOp { page: 2, ..op }));
