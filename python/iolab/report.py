@@ -91,9 +91,28 @@ def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _no_disk_request(row: dict[str, Any]) -> bool:
+    """No run of this summary row completed a disk request (IOPS is
+    completed requests over a positive elapsed time)."""
+    return row["iops"] == 0 and row["iops_sd"] == 0
+
+
+def no_request_note(summary: Sequence[dict[str, Any]]) -> str | None:
+    """A sentence naming the schedulers none of whose runs completed a disk
+    request: their zeros say the workload never reached the disk (it was
+    served by the page cache, or it ended first), not that they are slow."""
+    idle = [r["scheduler"] for r in summary if _no_disk_request(r)]
+    if not idle:
+        return None
+    return (f"{', '.join(idle)}: no request reached the disk in any run, so the table has nothing to compare "
+            f"(a buffered workload can run in the page cache and end before any write-back: see the buffered "
+            f"calls, and the page cache's dirty pages left in the result)")
+
+
 def deterministic_note(summary: Sequence[dict[str, Any]]) -> str | None:
-    """A sentence naming the schedulers whose seeds all gave one result."""
-    same = [r for r in summary if r["deterministic"]]
+    """A sentence naming the schedulers whose seeds all gave one result
+    (those that never reached the disk are named by `no_request_note`)."""
+    same = [r for r in summary if r["deterministic"] and not _no_disk_request(r)]
     if not same:
         return None
     names = ", ".join(r["scheduler"] for r in same)
@@ -202,7 +221,7 @@ def print_summary(doc: dict[str, Any], console) -> None:
     for line in cells:
         t.add_row(*line)
     console.print(t)
-    for note in (deterministic_note(summary), buffered_note(doc)):
+    for note in (no_request_note(summary), deterministic_note(summary), buffered_note(doc)):
         if note:
             console.print(f"note: {note}", highlight=False)
 
@@ -290,7 +309,7 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True,
 
     page = Document(spec.get("name") or "iolab simulation")
     page.bullets(facts).para(f"{table_title(doc, summary, compact=False)}.").table(header, cells)
-    for note in (deterministic_note(summary), buffered_note(doc)):
+    for note in (no_request_note(summary), deterministic_note(summary), buffered_note(doc)):
         if note:
             page.para(note[0].upper() + note[1:] + ".")
     for img in images:

@@ -83,3 +83,19 @@ def test_buffered_calls_are_told_apart_from_disk_requests(iolab, tmp_path):
     assert "Buffered read/write calls" in (out / "report.md").read_text()
     direct = report.buffered_note(_doc({"noop": [1.0]}, [1]))
     assert direct is None
+
+
+def test_runs_that_never_reached_the_disk_are_named_not_called_deterministic():
+    """Postmark's defaults run in the page cache and end in milliseconds:
+    every figure is 0 on every seed. That is not a workload without random
+    draws; the note says no request reached the disk."""
+    doc = _doc({"noop": [0.0, 0.0], "as": [1.0, 1.0]}, [1, 2])
+    for r in doc["runs"]:
+        if r["scheduler"] == "noop":
+            r["iops"] = 0.0
+    summary = report.summarize(doc)
+    idle = report.no_request_note(summary)
+    assert idle and idle.startswith("noop:") and "no request reached the disk" in idle
+    same = report.deterministic_note(summary)
+    assert same and same.startswith("as:") and "noop" not in same
+    assert report.no_request_note(report.summarize(_doc({"noop": [1.0]}, [1]))) is None
