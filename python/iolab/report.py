@@ -93,8 +93,9 @@ def summarize(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _no_disk_request(row: dict[str, Any]) -> bool:
     """No run of this summary row completed a disk request (IOPS is
-    completed requests over a positive elapsed time)."""
-    return row["iops"] == 0 and row["iops_sd"] == 0
+    completed requests over a positive elapsed time: its mean over the
+    runs is 0 only when every run's is)."""
+    return row["iops"] == 0
 
 
 def no_request_note(summary: Sequence[dict[str, Any]]) -> str | None:
@@ -106,7 +107,7 @@ def no_request_note(summary: Sequence[dict[str, Any]]) -> str | None:
         return None
     return (f"{', '.join(idle)}: no request reached the disk in any run, so the table has nothing to compare "
             f"(a buffered workload can run in the page cache and end before any write-back: see the buffered "
-            f"calls, and the page cache's dirty pages left in the result)")
+            f"calls, and the page cache's dirty pages left in the result).")
 
 
 def deterministic_note(summary: Sequence[dict[str, Any]]) -> str | None:
@@ -121,10 +122,11 @@ def deterministic_note(summary: Sequence[dict[str, Any]]) -> str | None:
             f"disk, so the runs are deterministic: repeating them measures nothing, and no interval is shown.")
 
 
-def buffered_note(doc: dict[str, Any]) -> str | None:
+def buffered_note(doc: dict[str, Any], capital: bool = False) -> str | None:
     """A sentence on the buffered read(2)/write(2) calls of the runs that
     made any (per scheduler, means over its runs), which the table's disk
-    figures do not count; None when no run made one."""
+    figures do not count; None when no run made one. `capital`: its first
+    word capitalized (a paragraph, not a console note)."""
     parts = []
     for name in dict.fromkeys(r["scheduler"] for r in doc["runs"]):
         calls = [r.get("buffered") for r in doc["runs"] if r["scheduler"] == name]
@@ -137,8 +139,16 @@ def buffered_note(doc: dict[str, Any]) -> str | None:
         parts.append(f"{name} {per_s:,.0f} calls/s, {_fmt(mb_s)} MB/s, mean {_fmt(sum(lat) / len(lat))} ms")
     if not parts:
         return None
-    return ("buffered read/write calls (served by the page cache; the table counts disk requests, "
-            "which include their read-ahead and write-back): " + "; ".join(parts))
+    return (("Buffered" if capital else "buffered") + " read/write calls (served by the page cache; the table "
+            "counts disk requests, which include their read-ahead and write-back): " + "; ".join(parts) + ".")
+
+
+def summary_notes(doc: dict[str, Any], summary: Sequence[dict[str, Any]], paragraphs: bool = False) -> list[str]:
+    """The sentences under the summary table (the console's notes, or
+    report.md's paragraphs): runs that never reached the disk, deterministic
+    runs, buffered calls."""
+    notes = (no_request_note(summary), deterministic_note(summary), buffered_note(doc, capital=paragraphs))
+    return [n for n in notes if n]
 
 
 def _write_csv(path: Path | str, rows: Sequence[dict[str, Any]]) -> None:
@@ -221,9 +231,8 @@ def print_summary(doc: dict[str, Any], console) -> None:
     for line in cells:
         t.add_row(*line)
     console.print(t)
-    for note in (no_request_note(summary), deterministic_note(summary), buffered_note(doc)):
-        if note:
-            console.print(f"note: {note}", highlight=False)
+    for note in summary_notes(doc, summary):
+        console.print(f"note: {note}", highlight=False)
 
 
 def plot(doc: dict[str, Any], outdir: Path) -> list[str]:
@@ -309,9 +318,8 @@ def write_outputs(doc: dict[str, Any], outdir: Path, plots: bool = True,
 
     page = Document(spec.get("name") or "iolab simulation")
     page.bullets(facts).para(f"{table_title(doc, summary, compact=False)}.").table(header, cells)
-    for note in (no_request_note(summary), deterministic_note(summary), buffered_note(doc)):
-        if note:
-            page.para(note[0].upper() + note[1:] + ".")
+    for note in summary_notes(doc, summary, paragraphs=True):
+        page.para(note)
     for img in images:
         page.image(img)
     written += page.write(outdir)

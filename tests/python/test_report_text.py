@@ -99,3 +99,16 @@ def test_runs_that_never_reached_the_disk_are_named_not_called_deterministic():
     same = report.deterministic_note(summary)
     assert same and same.startswith("as:") and "noop" not in same
     assert report.no_request_note(report.summarize(_doc({"noop": [1.0]}, [1]))) is None
+
+
+def test_report_paragraphs_keep_scheduler_names_and_end_once():
+    """report.md's notes are sentences as written: a scheduler's name keeps
+    its case, and no sentence ends with two periods."""
+    doc = _doc({"mq-deadline": [1.0, 1.0]}, [1, 2])
+    doc["runs"][0]["buffered"] = {"calls": 10, "calls_per_s": 5.0, "throughput_mb_s": 1.0,
+                                  "latency_ms": {"mean": 0.004}}
+    notes = report.summary_notes(doc, report.summarize(doc), paragraphs=True)
+    assert [n.split(":")[0].split(" ")[0] for n in notes] == ["mq-deadline", "Buffered"], notes
+    assert all(n.endswith(".") and not n.endswith("..") for n in notes), notes
+    console = report.summary_notes(doc, report.summarize(doc))
+    assert console[1].startswith("buffered read/write calls")
