@@ -274,9 +274,7 @@ impl<O: Observer> Engine<'_, O> {
 
     /// `pid`'s buffered call has its pages: it returns after copying them
     /// (its copy time, which the caller schedules). Counted now, with the
-    /// latency it will have when it returns. (Kept out of line: not on
-    /// direct I/O's path, whose inlining it would otherwise disturb.)
-    #[inline(never)]
+    /// latency it will have when it returns.
     fn file_call_returns(&mut self, pid: ProcessId) -> FileOp {
         let (op, start) = self.kio.file_op[pid as usize].take().expect("a buffered operation");
         let latency = self.now.since(start) + self.copy_time(&op).unwrap_or(0);
