@@ -388,6 +388,10 @@ impl<O: Observer> Engine<'_, O> {
     /// Let a runnable process act until it thinks, blocks or exits.
     fn run_process(&mut self, pid: ProcessId) -> Result<()> {
         let p = pid as usize;
+        // Buffered calls done at this instant without a copy time: the one
+        // step that goes on without an event, so the event loop's bound on
+        // an instant does not see it.
+        let mut instant_calls: u64 = 0;
         loop {
             match self.procs[p].next(self.now, &mut self.rngs[p]) {
                 step @ (Step::Issue(op) | Step::IssueThenWait(op)) => {
@@ -425,6 +429,18 @@ impl<O: Observer> Engine<'_, O> {
                         self.state[p] = ProcState::Sleeping;
                         self.schedule(self.now + ns, Kind::Wake(pid));
                         return Ok(());
+                    }
+                    instant_calls += 1;
+                    if instant_calls > MAX_EVENTS_AT_ONE_INSTANT {
+                        return Err(Error::invalid(
+                            "vm.copy_us_per_page",
+                            format!(
+                                "process {pid} made {MAX_EVENTS_AT_ONE_INSTANT} buffered calls at {:?} without time \
+                                 passing: with a copy time of 0 a call the page cache serves takes no time; give the \
+                                 process a think time, or the copy a time above 0",
+                                self.now
+                            ),
+                        ));
                     }
                 }
                 Step::Wait => {

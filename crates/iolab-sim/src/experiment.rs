@@ -156,6 +156,8 @@ pub struct Experiment {
     pub spec: Spec,
     /// Directory that relative paths in the spec are relative to.
     pub base_dir: PathBuf,
+    /// The spec's name in errors (its file), for those only a run finds.
+    file: String,
     tunables: Vec<TunableValues>,
 }
 
@@ -178,7 +180,7 @@ pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, Strin
     };
     let spec = spec_from_value(value).map_err(at)?;
     let base_dir = Path::new(file).parent().map(Path::to_path_buf).unwrap_or_default();
-    Experiment::new(spec, base_dir).map_err(|e| match e {
+    Experiment::new(spec, base_dir, file).map_err(|e| match e {
         Error::Invalid { field, message } => at(FieldError::new(FieldPath::parse(&field), message)),
         Error::Unknown { kind: "disk preset", .. } => at(FieldError::new(FieldPath::parse("disk.preset"), e.to_string())),
         e @ Error::Unknown { .. } => Error::Spec { file: file.to_string(), message: e.to_string() },
@@ -299,8 +301,9 @@ fn step<'v>(cur: &'v mut Value, seg: &Seg, at: &FieldPath, table: bool) -> std::
 }
 
 impl Experiment {
-    /// Check everything that can be checked before running.
-    pub fn new(mut spec: Spec, base_dir: PathBuf) -> Result<Experiment> {
+    /// Check everything that can be checked before running; `file` names
+    /// the spec in the errors only a run finds.
+    pub fn new(mut spec: Spec, base_dir: PathBuf, file: &str) -> Result<Experiment> {
         // A trace named relative to the spec is found beside the spec.
         if let WorkloadSpec::Trace(t) = &mut spec.workload {
             let p = Path::new(&t.file);
@@ -380,7 +383,7 @@ impl Experiment {
         let built = workload::build(&spec.workload, d.capacity_sectors())?;
         // Only a trace says how many processes it makes once read (one per stream).
         limits::check_processes("workload.streams", built.processes.len() as u64)?;
-        Ok(Experiment { spec, base_dir, tunables })
+        Ok(Experiment { spec, base_dir, file: file.to_string(), tunables })
     }
 
     pub fn seeds(&self) -> Vec<u64> {
@@ -421,7 +424,15 @@ impl Experiment {
             max_requests: self.spec.run.max_requests,
             seed: job.seed,
         };
-        let out = engine::run(disk, elevator, built, &cfg, control)?;
+        // What only the run finds (a process that stops the clock) is told
+        // with the spec and the job it came from.
+        let out = engine::run(disk, elevator, built, &cfg, control).map_err(|e| match e {
+            Error::Interrupted => e,
+            e => Error::Spec {
+                file: self.file.clone(),
+                message: format!("{} on seed {}: {e}", s.display_name(), job.seed),
+            },
+        })?;
         let header = RunHeader { scheduler: s.display_name().to_string(), tunables: values.0.clone(), seed: job.seed };
         let mut result =
             out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation);

@@ -228,6 +228,13 @@ RUN_CASES = [
     ("set-jobs-0", BASE, None, ["-j", "0"], 2, ["-j/--jobs", "at least 1"]),
     ("set-jobs-negative", BASE, None, ["-j", "-5"], 2, ["at least 1"]),
     ("set-jobs-text", BASE, None, ["-j", "many"], 2, ["whole number"]),
+    # A buffered writer with no think time and no copy time: every call is
+    # served by the cache at one instant, without end (it hung).
+    ("buffered-calls-take-no-time",
+     spec(workload__group__0__direct=False, workload__group__0__op="write", workload__group__0__passes=...,
+          workload__group__0__think={"dist": "constant", "ms": 0}, vm={"copy_us_per_page": 0},
+          run__duration_s=1, run__repetitions=1),
+     None, [], 2, ["vm.copy_us_per_page", "without time passing", "think time"]),
 ]
 
 
