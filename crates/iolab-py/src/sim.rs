@@ -124,7 +124,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workload_preset, m)?)?;
     m.add("RNG_ALGORITHM", iolab_sim::rng::RNG_ALGORITHM)?;
     m.add("SIM_VERSION", iolab_sim::VERSION)?;
-    // The bounds the command checks before it builds anything (see limits.rs).
+    // The bounds the command checks before it builds anything (see iolab-sim's limits.rs).
     m.add("MAX_SEEDS", iolab_sim::limits::MAX_SEEDS)?;
     m.add("MAX_JOBS", iolab_sim::limits::MAX_JOBS)?;
     Ok(())

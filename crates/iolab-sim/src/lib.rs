@@ -12,18 +12,21 @@
 //! a seed give the same bytes out on every run.
 
 pub mod blk;
+pub mod cost;
 pub mod disk;
 pub mod engine;
 pub mod error;
 pub mod experiment;
+pub mod field;
+pub mod fileop;
 pub mod histogram;
+pub mod input;
 pub mod limits;
 pub mod metrics;
 pub mod pagecache;
 pub mod request;
 pub mod rng;
 pub mod sched;
-pub mod spec_source;
 pub mod time;
 pub mod trace;
 pub mod validate;

@@ -291,6 +291,10 @@ struct Acc {
     misses: usize,
 }
 
+/// What a replay gives: the measured and simulated times of every request
+/// (ms), the model's cache outcomes, and the per-class rows.
+type Replayed = (Vec<f64>, Vec<f64>, CacheCounts, Vec<ClassRow>);
+
 /// Replays a validation trace (read line by line) against `disk`, named
 /// `disk_name`, and compares. Requests beyond the disk are errors naming
 /// the trace line.
@@ -299,7 +303,7 @@ pub fn validate_reader(
     trace: impl std::io::BufRead,
     trace_name: &str,
     per_request: Option<&mut dyn Write>,
-) -> Result<(Vec<f64>, Vec<f64>, CacheCounts, Vec<ClassRow>)> {
+) -> Result<Replayed> {
     let cap = disk.capacity_sectors();
     let mut measured = Vec::new();
     let mut simulated = Vec::new();
@@ -311,8 +315,7 @@ pub fn validate_reader(
         writeln!(w, "index,dir,outcome,lbn,blocks,measured_ms,simulated_ms,model_cache")
             .map_err(|e| Error::Spec { file: "per-request CSV".into(), message: e.to_string() })?;
     }
-    let mut i = 0usize;
-    for r in vt::records(trace, trace_name) {
+    for (i, r) in vt::records(trace, trace_name).enumerate() {
         let r = r?;
         if r.lbn >= cap || r.blocks as u64 > cap - r.lbn {
             return Err(Error::Line {
@@ -356,7 +359,6 @@ pub fn validate_reader(
             writeln!(w, "{i},{},{},{},{},{m:.6},{t:.6},{c}", if r.write { "W" } else { "R" }, r.outcome.name(), r.lbn, r.blocks)
                 .map_err(|e| Error::Spec { file: "per-request CSV".into(), message: e.to_string() })?;
         }
-        i += 1;
     }
     if measured.is_empty() {
         return Err(Error::Spec { file: trace_name.to_string(), message: "the trace has no requests".into() });
@@ -389,7 +391,7 @@ pub fn validate_files(diskspecs: &Path, trace: &Path, opts: &Options) -> Result<
     let (params, build) = diskspecs::load_with_report(diskspecs, &dopts)?;
     let disk_name = params.name.clone();
     let mut disk = Hdd::new(params)?;
-    let text = crate::disk::paramfile::read_text_file(trace, vt::MAX_TRACE_FILE)?;
+    let text = crate::input::read_text_file(trace, vt::MAX_TRACE_FILE)?;
     let trace_name = trace.display().to_string();
     let mut csv = match &opts.per_request {
         Some(p) => Some(std::io::BufWriter::new(

@@ -6,7 +6,7 @@ use iolab_sim::disk::{self, DiskSpec};
 use iolab_sim::engine::{self, EngineConfig, Observer, RunControl};
 use iolab_sim::experiment::{self, Format};
 use iolab_sim::request::Request;
-use iolab_sim::sched::{self, SchedContext, SCHEDULERS};
+use iolab_sim::sched::{self, SCHEDULERS};
 use iolab_sim::time::SimTime;
 use iolab_sim::engine::Outcome;
 use iolab_sim::sched::SchedulerInfo;
@@ -113,7 +113,7 @@ fn arb_group() -> impl Strategy<Value = GroupSpec> {
 fn run_checked(spec: &WorkloadSpec, d: &DiskSpec, info: &SchedulerInfo, seed: u64) -> (Checker, Outcome) {
     let disk = disk::build(d, Path::new(".")).unwrap();
     let built = workload::build(spec, disk.capacity_sectors()).unwrap();
-    let ctx = SchedContext::for_disk(&*disk, d.queue_depth);
+    let ctx = engine::sched_context(&*disk, d.queue_depth);
     let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
     let cfg =
         EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
@@ -135,7 +135,7 @@ proptest! {
             for info in SCHEDULERS {
                 let (check, out) = run_checked(&spec, &d, info, seed);
                 prop_assert_eq!(check.inserted.len(), check.completed.len(), "{}: not every request completed", info.name);
-                prop_assert!(check.inserted.len() > 0 || !io_expected);
+                prop_assert!(!check.inserted.is_empty() || !io_expected);
                 prop_assert_eq!(out.collector.completed() as usize, check.completed.len());
                 if let Some(a) = out.anticipation {
                     prop_assert_eq!(a.started, a.succeeded + a.failed, "{}: A-T != A-S + A-F", info.name);

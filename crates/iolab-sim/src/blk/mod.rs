@@ -100,10 +100,16 @@ impl Default for QueueSpec {
             unplug_thresh: 4,
             unplug_delay_ms: 3.0,
             merges: true,
-            read_ahead_kb: crate::pagecache::readahead::VM_MAX_READAHEAD_KB,
+            read_ahead_kb: VM_MAX_READAHEAD_KB,
         }
     }
 }
+
+/// `VM_MAX_READAHEAD`, KiB (include/linux/mm.h, 2.6.20): the queue's
+/// default `read_ahead_kb`. `blk_queue_make_request` sets the queue's
+/// `backing_dev_info.ra_pages` from it; the page cache's read-ahead reads
+/// the queue's value, never the constant.
+pub const VM_MAX_READAHEAD_KB: u32 = 128;
 
 /// `BLKDEV_MIN_RQ`: `queue_requests_store` raises a smaller nr_requests.
 const MIN_NR_REQUESTS: u32 = 4;

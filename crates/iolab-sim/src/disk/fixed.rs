@@ -1,7 +1,8 @@
 //! A device whose every request takes the same time: no seek, no rotation.
 //! It exists to test the engine and schedulers (as fio keeps `null.c`).
 
-use super::{Disk, PositionCost, Service};
+use super::{Disk, Service};
+use crate::cost::PositionCost;
 use crate::error::{Error, Result};
 use crate::request::Request;
 use crate::time::{ms_to_ns, SimTime};

@@ -14,7 +14,8 @@
 //! later, and the completion is seen that much later. The disk model
 //! itself is served at the true instants, so its rotation follows the clock.
 
-use super::{Disk, PositionCost, Service};
+use super::{Disk, Service};
+use crate::cost::PositionCost;
 use crate::error::{Error, Result};
 use crate::request::Request;
 use crate::time::SimTime;

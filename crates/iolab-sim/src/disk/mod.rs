@@ -4,9 +4,11 @@
 //! ([`Disk::service`], with the absolute time so rotation and the on-drive
 //! cache can follow the clock) and gets back how long it takes and why
 //! ([`Service`]). Schedulers never see the disk; those that need cost
-//! estimates (WPCAS's STE, the 95% heuristic) get a [`PositionCost`] when
-//! they are built.
+//! estimates (WPCAS's STE, the 95% heuristic) get the model's
+//! [`PositionCost`] (a trait of [`crate::cost`], beneath both) when they
+//! are built.
 
+use crate::cost::PositionCost;
 use crate::error::{Error, Result};
 use crate::request::Request;
 use crate::time::SimTime;
@@ -87,23 +89,6 @@ pub trait Disk: Send {
     fn rotational(&self) -> bool {
         true
     }
-}
-
-/// Cost estimates a scheduler may use, derived from the disk model of the
-/// experiment, independent of the model's current state.
-pub trait PositionCost: Send + Sync {
-    /// Seek time from the cylinder holding `from_sector` to the one holding
-    /// `to_sector`, in ns (0 for the same cylinder).
-    fn seek_ns(&self, from_sector: u64, to_sector: u64) -> u64;
-    /// The seeks from `from_sector` to `a` and to `b`: what
-    /// [`PositionCost::seek_ns`] gives for each. The heuristics weigh a
-    /// queued request against the process's expected next one, both from
-    /// the head; a model may find the head's cylinder once for both.
-    fn seeks_from(&self, from_sector: u64, a: u64, b: u64) -> (u64, u64) {
-        (self.seek_ns(from_sector, a), self.seek_ns(from_sector, b))
-    }
-    /// Mean rotational latency (half a revolution), in ns.
-    fn mean_rotation_ns(&self) -> u64;
 }
 
 /// The device's own queue: how it orders requests when `queue_depth` > 1.

@@ -25,7 +25,8 @@
 //! read caching in the DRAM buffer, program/erase suspension, and MLC/TLC
 //! page-type latencies (one read and one program latency).
 
-use super::{CacheOutcome, Disk, PositionCost, Service};
+use super::{CacheOutcome, Disk, Service};
+use crate::cost::PositionCost;
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request, SECTOR_BYTES};
 use crate::time::SimTime;

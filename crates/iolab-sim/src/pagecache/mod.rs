@@ -39,15 +39,12 @@ use self::writeback::{Balance, Flusher, VmLimits};
 use crate::blk::bio::{Bio, Origin};
 use crate::blk::{BlockLayer, KernelTimer, Wake};
 use crate::error::{Error, Result};
-use crate::request::{Dir, ProcessId, SECTOR_BYTES};
+use crate::fileop::{FileOp, PAGE_BYTES, PAGE_SECTORS};
+use crate::request::{Dir, ProcessId};
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 
-/// Page size (`PAGE_CACHE_SIZE`).
-pub const PAGE_BYTES: u64 = 4096;
-/// Sectors per page.
-pub const PAGE_SECTORS: u64 = PAGE_BYTES / SECTOR_BYTES;
 
 /// The `[vm]` table of an experiment spec: memory and the write-back
 /// tunables of `/proc/sys/vm`, with 2.6.20's defaults (mm/page-writeback.c).
@@ -104,23 +101,6 @@ impl VmSpec {
         }
         Ok(())
     }
-}
-
-/// A buffered operation on pages `page .. page + pages` of the process's
-/// file `file` (`read(2)` / `write(2)` of whole pages).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct FileOp {
-    pub file: u32,
-    pub page: u64,
-    pub pages: u32,
-    pub dir: Dir,
-    /// For a write: the first and last pages are partly written (their old
-    /// content must be in the cache first).
-    pub partial: bool,
-    /// The call's length in 512-byte sectors (its pages may cover more).
-    /// In sectors, a u32 as a record's length is everywhere, so that a
-    /// `FileOp` (and the process's `Step`) stays 24 bytes.
-    pub sectors: u32,
 }
 
 /// How a process's files lie on the disk.

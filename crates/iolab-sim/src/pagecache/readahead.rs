@@ -26,8 +26,6 @@
 //!   `VM_MAX_CACHE_HIT` (256) such pages in a row read-ahead goes off for
 //!   the file until a miss.
 
-/// `VM_MAX_READAHEAD`, KiB: the default `read_ahead_kb` of a queue.
-pub const VM_MAX_READAHEAD_KB: u32 = 128;
 /// `VM_MIN_READAHEAD`, KiB.
 pub const VM_MIN_READAHEAD_KB: u32 = 16;
 /// `VM_MAX_CACHE_HIT`, pages.
@@ -224,6 +222,7 @@ pub fn init_size(size: u64, max: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::blk::VM_MAX_READAHEAD_KB;
 
     /// A file of `pages` pages, none cached; records every read started.
     struct Io {

@@ -18,7 +18,7 @@
 //! their tunables are declared as data ([`Tunable`]) with Linux's names,
 //! units (as sysfs shows them), ranges and defaults.
 
-use crate::disk::PositionCost;
+use crate::cost::PositionCost;
 use crate::error::{Error, Result};
 use crate::request::{Dir, IoPrio, ProcessId, Request};
 use crate::time::SimTime;
@@ -261,11 +261,6 @@ impl SchedContext {
     /// A context for a rotational device of queue depth 1.
     pub fn new(position_cost: Arc<dyn PositionCost>) -> SchedContext {
         SchedContext { position_cost, queue_depth: 1, rotational: true }
-    }
-
-    /// The context of `disk` driven at `queue_depth`.
-    pub fn for_disk(disk: &dyn crate::disk::Disk, queue_depth: u32) -> SchedContext {
-        SchedContext { position_cost: disk.position_cost(), queue_depth, rotational: disk.rotational() }
     }
 }
 

@@ -4,7 +4,7 @@
 use super::anticipatory::hz::{Hz, PAPER_HZ};
 use super::anticipatory::io_context::IoHistory;
 use super::{Dispatch, Elevator, SchedContext};
-use crate::disk::PositionCost;
+use crate::cost::PositionCost;
 use crate::request::{Dir, ProcessId, Request, RequestId};
 use crate::time::{SimTime, NS_PER_MS};
 use std::sync::Arc;

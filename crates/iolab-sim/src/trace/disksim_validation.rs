@@ -113,7 +113,7 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<Record>> {
 
 /// Reads and parses a trace file.
 pub fn read(path: &Path) -> Result<Vec<Record>> {
-    let text = crate::disk::paramfile::read_text_file(path, MAX_TRACE_FILE)?;
+    let text = crate::input::read_text_file(path, MAX_TRACE_FILE)?;
     parse(&text, &path.display().to_string())
 }
 

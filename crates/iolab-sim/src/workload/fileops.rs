@@ -13,7 +13,7 @@
 
 use super::fs_layout::{FsLayout, BLOCK_BYTES, BLOCK_SECTORS};
 use super::{IoOp, Step};
-use crate::pagecache::FileOp;
+use crate::fileop::FileOp;
 use crate::request::{Dir, Request};
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
-use crate::spec_source::{FieldError, FieldPath};
+use crate::field::{FieldError, FieldPath};
 use crate::rng::SimRng;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ pub enum Step {
     /// Read or write pages of one of its files through the page cache
     /// (buffered I/O). The process is blocked until the operation is done,
     /// then asked again.
-    File(crate::pagecache::FileOp),
+    File(crate::fileop::FileOp),
     /// Compute for this many ns, then ask again.
     Think(u64),
     /// Block until one of its requests completes.

@@ -23,7 +23,7 @@
 use super::pattern::{record_index, Pattern};
 use super::think::ThinkTime;
 use super::{IoOp, Process, Step};
-use crate::pagecache::{FileOp, PAGE_BYTES, PAGE_SECTORS};
+use crate::fileop::{FileOp, PAGE_BYTES, PAGE_SECTORS};
 use crate::request::{Dir, IoPrio, Request, SECTOR_BYTES};
 use crate::rng::SimRng;
 use crate::time::SimTime;

@@ -11,7 +11,7 @@ use super::io_context::IoHistory;
 use super::policy::{AnticPolicy, AnticStatus, Moment, PolicyCtx};
 use super::wait::{Antic, Outcome};
 use super::{ASYNC, SYNC};
-use crate::disk::PositionCost;
+use crate::cost::PositionCost;
 use crate::request::{Dir, ProcessId, Request};
 use crate::sched::sortfifo::{Slot, SortFifo};
 use crate::sched::{AnticipationStats, Dispatch, Elevator, MayQueue, MergeKind, SchedContext, Tunable, TunableValues};

@@ -20,7 +20,7 @@
 
 use super::hz::Hz;
 use super::io_context::{IoContext, IoHistory, IoSample};
-use crate::disk::PositionCost;
+use crate::cost::PositionCost;
 use crate::request::{ProcessId, Request};
 use crate::time::SimTime;
 

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::metrics::Collector;
 use crate::request::{ProcessId, Request, RequestId};
 use crate::rng::SimRng;
-use crate::sched::{Dispatch, Elevator};
+use crate::sched::{Dispatch, Elevator, SchedContext};
 use crate::time::SimTime;
 use crate::workload::{BuiltWorkload, Process, Step};
 use std::cmp::Reverse;
@@ -202,6 +202,14 @@ struct Engine<'o, O: Observer> {
     obs: &'o mut O,
 }
 
+/// What an elevator is built with on `disk` driven at `queue_depth`: the
+/// model's cost function and the queue's flags, never the drive itself.
+/// The engine joins the two, so neither the elevators nor the disk models
+/// import the other.
+pub fn sched_context(disk: &dyn Disk, queue_depth: u32) -> SchedContext {
+    SchedContext { position_cost: disk.position_cost(), queue_depth, rotational: disk.rotational() }
+}
+
 /// Run one simulation to its end.
 pub fn run(
     disk: Box<dyn Disk>,
@@ -306,7 +314,7 @@ pub fn run_observed<O: Observer>(
         }
         e.now = ev.time;
         events += 1;
-        if events % CHECK_EVERY == 0 {
+        if events.is_multiple_of(CHECK_EVERY) {
             control.completed.store(e.metrics.completed, Ordering::Relaxed);
             if control.cancel.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
@@ -758,7 +766,7 @@ mod tests {
     }
 
     struct NoCost;
-    impl crate::disk::PositionCost for NoCost {
+    impl crate::cost::PositionCost for NoCost {
         fn seek_ns(&self, _: u64, _: u64) -> u64 {
             0
         }

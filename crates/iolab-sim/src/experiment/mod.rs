@@ -23,16 +23,19 @@ use crate::pagecache::VmSpec;
 use crate::disk::{self, DiskSpec};
 use crate::engine::{self, EngineConfig, RunControl};
 use crate::error::{Error, Result};
-use crate::limits;
 use crate::metrics::{RunHeader, RunResult};
-use crate::sched::{self, SchedContext, TunableValues};
+use crate::sched::{self, TunableValues};
 use crate::time::{SimTime, NS_PER_S};
 use crate::workload::{self, WorkloadSpec};
-use crate::spec_source::{FieldError, FieldPath, Seg, SpecSource};
+use crate::field::{FieldError, FieldPath, Seg};
+use source::SpecSource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub mod bounds;
+pub mod source;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,7 +144,7 @@ impl Default for RunSpec {
 }
 
 /// The input format of a spec.
-pub use crate::spec_source::Format;
+pub use source::Format;
 
 /// One unit of work: a scheduler configuration on a seed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
@@ -315,7 +318,7 @@ impl Experiment {
             return Err(Error::invalid("scheduler", "needs at least one [[scheduler]]"));
         }
         // Bounds first: they keep what follows from allocating the impossible.
-        limits::check(&spec)?;
+        bounds::check(&spec)?;
         let mut tunables = Vec::new();
         // Results are reported under the label, or else the scheduler's own
         // name (an alias names the same scheduler: `none` is `noop`).
@@ -382,7 +385,7 @@ impl Experiment {
         let d = disk::build(&spec.disk, &base_dir)?;
         let built = workload::build(&spec.workload, d.capacity_sectors())?;
         // Only a trace says how many processes it makes once read (one per stream).
-        limits::check_processes("workload.streams", built.processes.len() as u64)?;
+        crate::limits::check_processes("workload.streams", built.processes.len() as u64)?;
         Ok(Experiment { spec, base_dir, file: file.to_string(), tunables })
     }
 
@@ -411,7 +414,7 @@ impl Experiment {
         let s = &self.spec.schedulers[job.scheduler];
         let disk = disk::build(&self.spec.disk, &self.base_dir)?;
         let built = workload::build(&self.spec.workload, disk.capacity_sectors())?;
-        let ctx = SchedContext::for_disk(&*disk, self.spec.disk.queue_depth);
+        let ctx = engine::sched_context(&*disk, self.spec.disk.queue_depth);
         let info = sched::find(&s.name)?;
         let values = &self.tunables[job.scheduler];
         let elevator = (info.build)(values, &ctx);
