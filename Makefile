@@ -1,6 +1,7 @@
 # iolab — one Makefile for the whole workspace.
 #   make demo    set up, build, and compare NOOP, Deadline and AS (writes demo-out/)
-#   make test    Rust and Python tests (what CI runs)
+#   make test    lint, Rust and Python tests, the kernel module in QEMU (what CI runs)
+#   make lint    clippy -D warnings, ruff, and the layering of docs/architecture.md
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 #   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
@@ -14,7 +15,7 @@ IOLAB  := $(VENV)/bin/iolab
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all deps venv build test test-build test-rust test-python demo bench bench-queue bench-mail bench-emu clean \
+.PHONY: all deps venv build test test-build test-rust test-python lint demo bench bench-queue bench-mail bench-emu clean \
 	test-kernel test-kernel-debug
 
 all: build
@@ -43,7 +44,16 @@ build: venv
 # one build of the dependencies. `make build`/`make bench` keep `release`.
 TEST_PROFILE ?= wheel
 
-test: test-build test-rust test-python test-kernel
+test: test-build lint test-rust test-python test-kernel
+
+# Clippy over every crate and target (the test profile, so its dependencies
+# are checked once), ruff over the Python (pyproject.toml: [tool.ruff]), and
+# the imports against the tiers of docs/architecture.md (scripts/layers.py).
+lint: venv
+	cargo clippy --workspace --all-targets --profile $(TEST_PROFILE) -q -- -D warnings
+	$(VENV)/bin/python -m pip install -q "ruff>=0.6"
+	$(VENV)/bin/ruff check -q python tests scripts
+	$(PY) scripts/layers.py
 
 test-build: venv
 	$(VENV)/bin/maturin develop --profile $(TEST_PROFILE) --extras dev -q

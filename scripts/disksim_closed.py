@@ -110,7 +110,7 @@ def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
     try:
         p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     except OSError as e:
-        raise SystemExit(f"disksim_closed: cannot run {cmd[0]}: {e.strerror}")
+        raise SystemExit(f"disksim_closed: cannot run {cmd[0]}: {e.strerror}") from None
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

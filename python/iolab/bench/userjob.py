@@ -36,7 +36,6 @@ import os
 import re
 import stat
 import subprocess
-from pathlib import Path
 
 from iolab.bench.fio import reason
 from iolab.cli.errors import UserError

@@ -23,7 +23,6 @@ is their geometric mean.
 from __future__ import annotations
 
 import itertools
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path

@@ -6,9 +6,13 @@ import math
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iolab.bench.words import count
 from iolab.cli.errors import UserError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXAMPLES = """\
 examples:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from iolab.cli.errors import UserError, positive_int
+from iolab.cli.errors import positive_int
 
 
 def register(sub: argparse._SubParsersAction) -> None:

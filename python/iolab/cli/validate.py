@@ -208,7 +208,7 @@ def print_table(reports: list[dict], elapsed_s: float) -> None:
     for r in reports:
         m, s, c = r["measured"], r["simulated"], r["cache"]
         ref = r.get("disksim_demerit_ms")
-        pair = lambda k: f"{m[k]:.2f}/{s[k]:.2f}"  # noqa: E731
+        pair = lambda k, m=m, s=s: f"{m[k]:.2f}/{s[k]:.2f}"  # noqa: E731
         t.add_row(escape(Path(r["diskspecs"]).stem), str(r["requests"]), f"{r['demerit_ms']:.6f}",
                   f"{ref:.6f}" if ref is not None else "-",
                   f"{r['demerit_ms'] - ref:+.6f}" if ref is not None else "-",

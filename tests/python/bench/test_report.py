@@ -11,7 +11,6 @@ import pytest
 
 from iolab.bench import analysis, record, report, session, words, workloads
 from iolab.bench.configs import Config
-from iolab.bench.workloads import Variant
 
 MB = 1e6
 

@@ -379,6 +379,10 @@ impl Media<'_> {
     /// in the buffer at `data(lbn)`; the first positioning takes at least
     /// `mintime_ns`. Pushes the runs as written and returns the head after
     /// the last sector.
+    // Each argument is a distinct input of one write (where the head is,
+    // what to write, when its data arrives, where the runs go); a struct
+    // holding them would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub fn write(
         &self,
         mut head: Head,

@@ -314,6 +314,9 @@ impl PageCache {
     /// (only those dirtied before `older_than`, if given); pages of each
     /// from its `writeback_index`. Non-blocking passes stop at write
     /// congestion. The bios go to `out`, charged to `pid`.
+    // The kernel passes these in a `struct writeback_control`; here they are
+    // the call's arguments, named as the kernel names the fields.
+    #[allow(clippy::too_many_arguments)]
     fn writeback_inodes(
         &mut self,
         pid: ProcessId,

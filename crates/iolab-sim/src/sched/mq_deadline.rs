@@ -225,7 +225,7 @@ impl MqDeadline {
     fn word_depth(&self, tags: &Sbitmap) -> u32 {
         let nrr = self.nr_requests.max(1) as u64;
         let bpw = tags.bits_per_word() as u64;
-        ((self.async_depth as u64 * bpw + nrr - 1) / nrr) as u32
+        (self.async_depth as u64 * bpw).div_ceil(nrr) as u32
     }
 }
 

@@ -207,7 +207,6 @@ impl Bfq {
                 if self.queues[id].dispatched == 0 {
                     self.arm_slice_timer(id);
                 }
-                return;
             } else if self.may_expire_for_budg_timeout(id) {
                 self.bfqq_expire(id, false, Reason::BudgetTimeout);
             } else if self.queues[id].rqs.is_empty()

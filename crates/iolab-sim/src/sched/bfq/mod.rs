@@ -554,6 +554,8 @@ impl MqSched for Bfq {
     /// `bfq_limit_depth`: sync reads get the whole depth, async requests
     /// and sync writes a fraction; a queue over its share of the tags
     /// (`bfqq_request_over_limit`) is cut to one bit per word.
+    // The test is bfq_limit_depth's `if (!(op_is_sync(opf) && !op_is_write(opf)))`.
+    #[allow(clippy::nonminimal_bool)]
     fn limit_depth(&self, rq: &Request, _tags: &Sbitmap) -> Option<u32> {
         let mut limit = self.nr_requests;
         let mut depth = 0;

@@ -90,7 +90,7 @@ impl Bfq {
             }
             self.tot_sectors_dispatched += rq.nr_sectors as u64;
             // The largest request size, reset every 32 dispatches.
-            if self.peak_rate_samples % 32 != 0 {
+            if !self.peak_rate_samples.is_multiple_of(32) {
                 self.last_rq_max_size = self.last_rq_max_size.max(rq.nr_sectors);
             } else {
                 self.last_rq_max_size = rq.nr_sectors;

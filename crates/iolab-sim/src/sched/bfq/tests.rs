@@ -1,5 +1,8 @@
 //! BFQ's rules, each pinned by a test (ELEVATORS.md 5; the functions of
 //! bfq-iosched.c and bfq-wf2q.c named in each test).
+// Expected values are written as the kernel computes them (`x * y >> 16`,
+// `min(8, 9 * seq / n)` with the test's constants), not folded by hand.
+#![allow(clippy::precedence, clippy::unnecessary_min_or_max, clippy::explicit_counter_loop)]
 
 use super::budget::Reason;
 use super::*;

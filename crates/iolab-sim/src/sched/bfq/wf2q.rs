@@ -544,6 +544,8 @@ impl Bfq {
 
     /// `bfq_asymmetric_scenario`: queues of different weights (unless this
     /// one has the smallest), or of different classes, are busy.
+    // `multiple_classes` is written as bfq_asymmetric_scenario writes it.
+    #[allow(clippy::nonminimal_bool)]
     pub(super) fn asymmetric_scenario(&self, id: Option<QueueId>) -> bool {
         let smallest = id
             .and_then(|q| self.queues[q].weight_counter)
