@@ -14,16 +14,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from iolab.bench import fio
 from iolab.bench import workloads as wl
 from iolab.bench.configs import Config
+from iolab.bench.runs import Options, Run, Session
 from iolab.bench.workloads import Variant, Workload
 from iolab.cli.errors import UserError
-
-if TYPE_CHECKING:  # session.py writes through this module; it reads back into session's types
-    from iolab.bench.session import Run, Session
 
 LOG = "runs.jsonl"
 DOC = "runs.json"
@@ -57,8 +55,6 @@ def _workload(meta: dict) -> Workload:
 
 
 def _session(outdir: Path, meta: dict, runs: list[Run], doc: dict) -> Session:
-    from iolab.bench.session import Options, Session
-
     try:
         workload = _workload(meta)
         opts = Options(workload=workload, reps=meta["reps"], runtime=meta["runtime_s"], ramp=meta["ramp_s"],
@@ -77,8 +73,6 @@ def _session(outdir: Path, meta: dict, runs: list[Run], doc: dict) -> Session:
 
 
 def _run(data: dict) -> Run:
-    from iolab.bench.session import Run
-
     known = {f.name for f in fields(Run)}
     return Run(**{k: v for k, v in data.items() if k in known})
 

@@ -29,7 +29,6 @@ import signal
 import socket
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -40,6 +39,7 @@ from rich.text import Text
 from iolab.bench import configs as cfg
 from iolab.bench import fio, record, safety, sandbox, statefile, sysfs, workloads
 from iolab.bench.workloads import Target, Variant, Workload
+from iolab.bench.runs import Options, Run, Session
 from iolab.bench.words import count
 from iolab.cli.errors import UserError
 
@@ -52,72 +52,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
-
-
-@dataclass
-class Options:
-    workload: Workload
-    device: str | None = None
-    loop_size: int | None = None
-    loop_dir: Path | None = None
-    size: int | None = None  # bytes of the device the jobs use (default: all of it)
-    schedulers: list[str] | None = None
-    grid: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    explicit: list[cfg.Config] = field(default_factory=list)
-    params: dict[str, str] = field(default_factory=dict)
-    reps: int = 3
-    runtime: float = 5.0
-    ramp: float = 1.0
-    outdir: Path = Path("bench-out")
-    destroy_data: bool = False
-    seed: int | None = None
-    state_dir: Path | None = None
-    progress: bool = True
-
-
-@dataclass
-class Run:
-    """One fio run: where it sat in the plan, the settings it ran with, what it measured."""
-
-    run: int
-    rep: int
-    slot: int
-    config: str
-    variant: str
-    started: str
-    seconds: float
-    settings: dict[str, str]
-    facts: dict[str, str]
-    metrics: dict[str, float]
-    fio_json: str
-    fio_messages: list[str] = field(default_factory=list)  # what fio printed besides its JSON
-
-
-@dataclass
-class Session:
-    options: Options
-    meta: dict
-    configs: list[cfg.Config]
-    variants: list[Variant]
-    runs: list[Run]
-    interrupted: str | None = None  # what stopped it early: "Ctrl-C", "SIGTERM", "SIGHUP", "killed"
-    restored: list[str] = field(default_factory=list)
-    restore_problems: list[str] = field(default_factory=list)
-    signum: int | None = None  # the signal that stopped it (the exit status is 128 + signum)
-
-    @property
-    def runs_per_rep(self) -> int:
-        return len(self.configs) * len(self.variants)
-
-    def complete_runs(self) -> list[Run]:
-        """The runs of the repetitions that ran every (configuration, variant)
-        unit: an interrupted or killed session's last repetition is partial,
-        and a partial repetition would favour the units that happened to run."""
-        per_rep = self.runs_per_rep
-        counts: dict[int, int] = {}
-        for r in self.runs:
-            counts[r.rep] = counts.get(r.rep, 0) + 1
-        return [r for r in self.runs if counts[r.rep] == per_rep]
 
 
 class RateColumn(ProgressColumn):
