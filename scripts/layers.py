@@ -39,7 +39,8 @@ SIM_TIERS: list[tuple[str, list[str]]] = [
     ("page cache", ["pagecache"]),
     ("block layer", ["blk"]),
     ("elevators and drives", ["sched", "disk"]),
-    ("vocabulary", ["cost", "field", "fileop", "histogram", "input", "limits", "request", "rng"]),
+    ("vocabulary", ["cost", "field", "fileop", "histogram", "input", "limits", "rng"]),
+    ("the request", ["request"]),
     ("base", ["error", "time"]),
 ]
 
@@ -310,9 +311,9 @@ def cycles(graph: dict) -> list[list]:
     return out
 
 
-def _where(locs: list) -> str:
+def _where(locs: list, root: Path) -> str:
     f, line, name = locs[0]
-    return f"{f.relative_to(ROOT)}:{line} ({name})"
+    return f"{f.relative_to(root)}:{line} ({name})"
 
 
 def _modname(m: tuple) -> str:
@@ -333,10 +334,10 @@ def check_simulator(root: Path = ROOT) -> list[str]:
                 continue
             ta, tb = tier_of[a[0]], tier_of[b[0]]
             if tb < ta:
-                problems.append(f"{_where(locs)}: {a[0]} ({SIM_TIERS[ta][0]}) imports {b[0]}, a tier above it")
+                problems.append(f"{_where(locs, root)}: {a[0]} ({SIM_TIERS[ta][0]}) imports {b[0]}, a tier above it")
             elif tb == ta:
                 problems.append(
-                    f"{_where(locs)}: {a[0]} imports {b[0]}, beside it in the tier {SIM_TIERS[ta][0]!r}"
+                    f"{_where(locs, root)}: {a[0]} imports {b[0]}, beside it in the tier {SIM_TIERS[ta][0]!r}"
                 )
     return problems
 
@@ -350,13 +351,13 @@ def check_acyclic(root: Path = ROOT) -> list[str]:
         for comp in cycles(graph):
             members = set(comp)
             via = [
-                _where(locs) for a in comp for b, locs in sorted(edges[a].items()) if b in members
+                _where(locs, root) for a in comp for b, locs in sorted(edges[a].items()) if b in members
             ]
             problems.append(f"{crate}: import circle {' ↔ '.join(_modname(m) for m in comp)}: " + "; ".join(via))
     edges = python_imports(root / PYTHON_PACKAGE)
     for comp in cycles(edges):
         members = set(comp)
-        via = [_where(locs) for a in comp for b, locs in sorted(edges[a].items()) if b in members]
+        via = [_where(locs, root) for a in comp for b, locs in sorted(edges[a].items()) if b in members]
         problems.append(f"{PYTHON_PACKAGE}: import circle {' ↔ '.join(comp)}: " + "; ".join(via))
     return problems
 
