@@ -16,17 +16,11 @@ use crate::log::{Record, RequestLog};
 use crate::model::{Model, Op};
 use crate::nbd::proto::NbdError;
 use crate::nbd::request::{put_reply_header, Header, REPLY_HEADER_BYTES};
+use crate::outbox::{Conn, Sent};
 use crate::stats::Shared;
 use iolab_sim::disk::Service;
-use std::io::{self, Write};
-use std::net::Shutdown;
-use std::sync::{Arc, Mutex};
-
-/// A client connection as the drive sees it: where replies go.
-pub(crate) struct Conn {
-    pub id: u64,
-    pub stream: Mutex<crate::listen::Stream>,
-}
+use std::io;
+use std::sync::Arc;
 
 /// What a connection hands the drive.
 pub(crate) enum Item {
@@ -81,7 +75,7 @@ impl Drive {
         } = item
         else {
             if let Item::Disconnect(conn) = item {
-                let _ = conn.stream.lock().unwrap().shutdown(Shutdown::Both);
+                conn.disconnect();
             }
             return Ok(());
         };
@@ -114,17 +108,11 @@ impl Drive {
         }
         put_reply_header(&mut reply, header.cookie, error);
         self.clock.wait_until(complete_ns);
-        // A client that hung up is not the drive's failure.
-        let sent = {
-            let mut s = conn.stream.lock().unwrap();
-            let sent = s.write_all(&reply);
-            if sent.is_err() {
-                // Gone, or not reading: end the connection (its reader
-                // sees end-of-file); the disk goes on with the others.
-                let _ = s.shutdown(Shutdown::Both);
-            }
-            sent
-        };
+        // Never waits for the client: a reply the socket does not take at
+        // once waits in the connection's outbox (`outbox`), so a client
+        // that stops reading holds up no other. A client that hung up is
+        // not the drive's failure: its connection ends, the disk goes on.
+        let sent = conn.send(reply);
         let reply_ns = self.clock.now_ns();
         let record = Record {
             seq: self.seq,
@@ -143,7 +131,7 @@ impl Drive {
             error: error.map(NbdError::name),
         };
         self.seq += 1;
-        self.shared.record(&record, op, sent.is_ok());
+        self.shared.record(&record, op, sent != Sent::Dropped);
         if let Some(log) = &mut self.log {
             log.write(&record)?;
         }

@@ -31,6 +31,7 @@ mod listen;
 pub mod log;
 pub mod model;
 pub mod nbd;
+mod outbox;
 pub mod server;
 mod stats;
 

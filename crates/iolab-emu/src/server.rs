@@ -10,7 +10,8 @@
 //! first (`doc/proto.md`, "Terminating the transmission phase").
 
 use crate::clock::{tighten_timer_slack, try_realtime, ModelClock};
-use crate::drive::{Conn, Drive, Item};
+use crate::drive::{Drive, Item};
+use crate::outbox::Conn;
 use crate::error::{Error, Result};
 use crate::image::{Image, Opened};
 use crate::listen::{Listen, Listener, Stream};
@@ -60,8 +61,9 @@ pub struct Config {
     /// Run the drive and connection threads at real-time priority where
     /// permitted ([`crate::clock::try_realtime`]; default on).
     pub realtime: bool,
-    /// A client that has not taken a reply within this long is dropped, so
-    /// the one drive never hangs on it (default 10 s).
+    /// A client that has not taken a reply within this long is dropped
+    /// (default 10 s). The drive never waits for a client: replies a client
+    /// has not taken wait in its connection's outbox (`outbox`).
     pub reply_timeout: Duration,
 }
 
@@ -427,7 +429,7 @@ fn run_connection(
     stream: Stream,
     tx: SyncSender<Item>,
     control: &Control,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     ctx: &ConnCtx,
 ) {
     if ctx.realtime {
@@ -449,16 +451,12 @@ fn run_connection(
             control.notice(format!("connection {id}: open"));
             match reader.try_clone() {
                 Err(e) => format!("dropped: {e}"),
-                Ok(writer) => {
-                    // The one drive must not hang on a client that stopped
-                    // reading its replies.
-                    let _ = writer.set_write_timeout(Some(ctx.reply_timeout));
-                    let conn = Arc::new(Conn {
-                        id,
-                        stream: Mutex::new(writer),
-                    });
-                    transmit(&mut reader, &conn, &tx, ctx)
-                }
+                // The one drive must not hang on a client that stopped
+                // reading its replies (`outbox`).
+                Ok(writer) => match Conn::new(id, writer, ctx.reply_timeout, shared.clone()) {
+                    Ok(conn) => transmit(&mut reader, &conn, &tx, ctx),
+                    Err(e) => format!("dropped: {e}"),
+                },
             }
         }
     };

@@ -21,7 +21,7 @@ pub struct Stats {
     pub write_zeroes: u64,
     /// Requests answered with an error.
     pub errors: u64,
-    /// Replies the client was gone for.
+    /// Replies the client was gone for, or dropped for not reading.
     pub unsent: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -89,6 +89,11 @@ impl Shared {
         s.busy_ns += r.service.total_ns;
         s.last_complete_ns = r.complete_ns;
         h.saturating_record(r.reply_ns.saturating_sub(r.complete_ns).max(1));
+    }
+
+    /// Replies that had been queued for a client that was then dropped.
+    pub fn unsent(&self, n: u64) {
+        self.inner.lock().unwrap().0.unsent += n;
     }
 
     pub fn snapshot(&self) -> Stats {

@@ -251,8 +251,49 @@ fn a_client_that_stops_reading_replies_is_dropped_not_waited_for() {
     let mut other = srv.client();
     assert_eq!(other.read(0, 512), vec![0; 512]);
     other.disconnect();
+    // The greedy client's writer gives up after the reply timeout; its
+    // replies are counted as unsent. (The deadline only catches a hang.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while srv.emu.stats().unsent == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let s = srv.emu.stats();
     assert!(s.unsent >= 1, "{s:?}");
+    drop(greedy);
+    srv.emu.shutdown().unwrap();
+}
+
+#[test]
+fn a_client_that_stops_reading_holds_up_no_other() {
+    // Issue 27: one client that never read its replies stalled every other
+    // (the drive waited in its write). With a reply timeout of an hour, the
+    // other client's read must still be answered at once.
+    let srv = Server::start(fixed(0.1), |cfg| cfg.reply_timeout = Duration::from_secs(3600));
+    let mut greedy = srv.client();
+    for i in 0..64 {
+        greedy.send(CMD_READ, 0, i << 20, 1 << 20, &[]);
+    }
+    // Every greedy read has been served (its replies wait for it).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while srv.emu.stats().requests < 64 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(srv.emu.stats().requests, 64, "the drive is stuck on the greedy client");
+    let mut other = srv.client();
+    // A hang detector, not a speed target: before the fix this waited an hour.
+    other.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    for i in 0..8 {
+        assert_eq!(other.read(i << 12, 4096), vec![0; 4096]);
+    }
+    other.disconnect();
+    // Then the greedy client reads what waited for it, in order.
+    for _ in 0..64 {
+        let (err, _) = greedy.reply();
+        assert_eq!(err, 0);
+        let mut data = vec![0u8; 1 << 20];
+        std::io::Read::read_exact(&mut greedy.s, &mut data).unwrap();
+    }
+    assert_eq!(srv.emu.stats().unsent, 0);
     drop(greedy);
     srv.emu.shutdown().unwrap();
 }
