@@ -67,6 +67,8 @@ def read_log(path: str) -> EmuLog:
     if columns.split(",") != LOG_COLUMNS:
         raise ValueError(f"{path}:2: expected the columns {','.join(LOG_COLUMNS)}")
     dtypes = {c: (str if c in _TEXT else "int64") for c in LOG_COLUMNS}
+    # A client may send any 64-bit offset; a refused one past 2^63 is logged as sent.
+    dtypes["offset"] = "uint64"
     try:
         df = pd.read_csv(path, skiprows=1, dtype=dtypes, keep_default_na=False, na_filter=False)
     except (ValueError, pd.errors.ParserError) as e:

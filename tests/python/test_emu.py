@@ -21,6 +21,7 @@ import pytest
 
 from iolab.cli import main
 from iolab.emu import check_log, read_log
+from nbdraw import CMD_WRITE, NbdClient
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "disksim"
 HP_BYTES = 1962 * 19 * 72 * 512
@@ -227,6 +228,23 @@ def test_check_finds_a_log_that_disagrees_with_the_model(tmp_path, capsys):
     assert main(["emu", "--check", str(srv.log)]) == 1
     assert "DISAGREEMENT" in capsys.readouterr().err
     assert not check_log(str(srv.log)).ok
+
+
+def test_check_accepts_the_log_of_a_refused_request_past_the_last_byte(tmp_path):
+    # Issue 27: a write at offset 2^64 - 100 was refused but logged with
+    # nr_sectors 18410715276690587650 (the end wrapped past 2^64), and
+    # `--check` then refused the emulator's own log.
+    srv = Served(tmp_path, "--disk", "hp97560")
+    c = NbdClient(srv.sock)
+    error, _ = c.request(CMD_WRITE, 2**64 - 100, 512, b"x" * 512)
+    assert error != 0
+    assert c.read(4096, 4096) == bytes(4096)
+    c.disconnect()
+    assert srv.stop()[0] == 0
+    rows = read_log(str(srv.log)).requests
+    refused = rows[rows["error"] != ""]
+    assert refused["nr_sectors"].tolist() == [2] and refused["sector"].tolist() == [(2**64 - 100) // 512]
+    assert main(["emu", "--check", str(srv.log)]) == 0
 
 
 def test_a_diskspecs_disk(tmp_path):

@@ -41,14 +41,17 @@ impl Op {
 
 /// The sectors a byte range touches: first sector and count. A request
 /// that is not sector-aligned costs what the whole sectors under it cost
-/// (the drive reads or writes whole sectors).
+/// (the drive reads or writes whole sectors). Any range a client can send
+/// is described, also one that runs past 2^64 bytes (refused, but logged):
+/// the end is computed in 128 bits, and a count is at most 2^23 + 1 for a
+/// 32-bit NBD length.
 pub fn sectors(offset: u64, length: u64) -> (u64, u64) {
     if length == 0 {
         return (offset / SECTOR_BYTES, 0);
     }
     let first = offset / SECTOR_BYTES;
-    let end = (offset + length).div_ceil(SECTOR_BYTES);
-    (first, end - first)
+    let end = (offset as u128 + length as u128).div_ceil(SECTOR_BYTES as u128);
+    (first, (end - first as u128) as u64)
 }
 
 /// The emulated disk's timing: an `iolab-sim` disk model, or none at all
@@ -185,6 +188,9 @@ mod tests {
         assert_eq!(sectors(1, 1), (0, 1));
         assert_eq!(sectors(511, 2), (0, 2));
         assert_eq!(sectors(1024, 0), (2, 0));
+        // A refused write past 2^64 bytes (issue 27: logged with a count
+        // of 18410715276690587650 sectors, which `--check` then refused).
+        assert_eq!(sectors(u64::MAX - 99, 512), (u64::MAX / 512, 2));
     }
 
     #[test]
