@@ -104,10 +104,18 @@ struct Parser {
     file: String,
     dir: PathBuf,
     depth: u32,
+    /// Lists, blocks and topology nodes open around the current token.
+    nesting: u32,
 }
 
 /// Deepest chain of `source` includes accepted (guards against loops).
 const MAX_DEPTH: u32 = 16;
+
+/// Deepest nesting of lists, blocks and topology nodes accepted. DiskSim's
+/// own files nest four levels (a topology of driver, bus, controller, bus,
+/// disk); the parser recurses once per level, so without a bound a file
+/// nested 100,000 deep overflowed the stack (issue 27).
+pub const MAX_NESTING: u32 = 64;
 
 fn tokenize(text: &str) -> Vec<(Tok, usize)> {
     let mut out = Vec::new();
@@ -153,11 +161,23 @@ pub fn parse_str(text: &str, path: &Path, depth: u32) -> Result<ParamFile> {
         file: path.display().to_string(),
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         depth,
+        nesting: 0,
     };
     p.statements()
 }
 
 impl Parser {
+    /// Runs `f` one level deeper, refusing to go past [`MAX_NESTING`].
+    fn nested<T>(&mut self, line: usize, f: impl FnOnce(&mut Parser) -> Result<T>) -> Result<T> {
+        if self.nesting >= MAX_NESTING {
+            return self.err(line, format!("lists, blocks or topology nodes nested more than {MAX_NESTING} deep"));
+        }
+        self.nesting += 1;
+        let out = f(self);
+        self.nesting -= 1;
+        out
+    }
+
     fn err<T>(&self, line: usize, message: impl Into<String>) -> Result<T> {
         Err(Error::Line { file: self.file.clone(), line, message: message.into() })
     }
@@ -248,7 +268,7 @@ impl Parser {
                 Some(Tok::Word(_)) => {
                     let cl = self.line();
                     let (k, n) = self.two_words(cl)?;
-                    children.push(self.topo_node(k, n, cl)?);
+                    children.push(self.nested(cl, |p| p.topo_node(k, n, cl))?);
                 }
                 Some(Tok::Punct(c)) => return self.err(self.line(), format!("unexpected '{c}' in a topology")),
                 None => return self.err(line, format!("topology node '{kind} {name}' is not closed")),
@@ -375,7 +395,10 @@ impl Parser {
                     }
                     Some(Tok::Punct(',')) => self.i += 1,
                     None => return self.err(line, "list is not closed"),
-                    _ => items.push(self.value()?),
+                    _ => {
+                        let l = self.line();
+                        items.push(self.nested(l, |p| p.value())?)
+                    }
                 }
             }
         }
@@ -384,7 +407,7 @@ impl Parser {
             return self.err(line, "expected a value");
         }
         if self.peek() == Some(&Tok::Punct('{')) {
-            return Ok(Value::Block(self.block(w[0].clone(), w[1..].join(" "), line)?));
+            return Ok(Value::Block(self.nested(line, |p| p.block(w[0].clone(), w[1..].join(" "), line))?));
         }
         if w[0] == "source" && w.len() == 2 {
             let mut f = self.include(line, &w[1])?;
@@ -545,6 +568,17 @@ mod tests {
         assert!(e.to_string().contains("is a directory, not a file"), "{e}");
         let e = read_text_file(Path::new("/dev/zero"), MAX_PARAM_FILE).unwrap_err();
         assert_eq!(e.to_string(), "/dev/zero: is not a regular file (a device, FIFO or socket)");
+        // Nesting 100,000 deep (lists, blocks, topologies) overflowed the stack.
+        let deep = |open: &str, close: &str, n: usize| format!("{}{}", open.repeat(n), close.repeat(n));
+        for text in [
+            format!("d X {{ A = {} }}", deep("[", "]", 100_000)),
+            format!("d X {{ A = {} }}", deep("b Y { C = ", "}", 100_000)),
+            format!("topology t n [ {} ]", deep("u v [ ", "]", 100_000)),
+        ] {
+            let e = parse_str(&text, Path::new("deep"), 0).unwrap_err().to_string();
+            assert!(e.starts_with("deep:1: lists, blocks or topology nodes nested more than 64 deep"), "{e}");
+        }
+        assert!(parse_str(&format!("d X {{ A = {} }}", deep("[", "]", 64)), Path::new("ok"), 0).is_ok());
         let b = parse_str("d X {\n A = 1,\n B = w }", Path::new("g"), 0).unwrap().blocks;
         assert_eq!(b[0].num("B").unwrap_err().to_string(), "g:3: 'B' must be a number");
         assert_eq!(b[0].num("C").unwrap_err().to_string(), "g:1: d 'X': missing 'C'");
