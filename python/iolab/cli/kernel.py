@@ -56,15 +56,34 @@ def register(subparsers) -> None:
     bfqlog.register(sub)
 
 
+# Bounds checked before the guest boots (each repetition runs five elevators).
+MAX_REPS = 100
+MAX_SECS = 3600
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: cannot read it ({e})") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: expected a JSON object")
+    return doc
+
+
 def run_overhead(args) -> int:
     from iolab.kernel import overhead, testbed
 
     if args.report:
         out = Path(args.report)
-        meta = json.loads((out / "overhead.json").read_text()) if (out / "overhead.json").exists() else {}
+        meta = _read_json(out / "overhead.json") if (out / "overhead.json").exists() else {}
+        if not (out / "guest" / "overhead" / "runs.txt").is_file():
+            raise UserError(f"{out}: no guest/overhead/runs.txt (not a finished `iolab kernel overhead` directory)")
     else:
-        if args.reps < 1 or args.secs < 1:
-            raise UserError("--reps and --secs must be at least 1")
+        if not 1 <= args.reps <= MAX_REPS:
+            raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
+        if not 1 <= args.secs <= MAX_SECS:
+            raise UserError(f"--secs: {args.secs} is outside 1..{MAX_SECS}")
         repo = testbed.find_repo(args.repo)
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)

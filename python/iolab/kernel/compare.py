@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.cli.errors import UserError
+from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
 from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 
@@ -507,9 +508,25 @@ def _fmt(m: float, h: float, digits: int = 2) -> str:
     return f"{m:.{digits}f}" if math.isnan(h) else f"{m:.{digits}f} ± {h:.{digits}f}"
 
 
-def analyse(out: Path) -> dict:
+def analyse(out: Path, meta: dict | None = None) -> dict:
     """Build compare.json and report.md from a finished comparison in ``out``."""
-    meta = json.loads((out / "meta.json").read_text())
+    if meta is None:
+        meta = load_meta(out)
+    try:
+        return _analyse(out, meta)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        # meta.json is checked; what else the directory holds (the kernel's
+        # and the simulator's results) may still be cut short or edited.
+        raise UserError(f"{out}: the comparison's results are incomplete or damaged "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def load_meta(out: Path) -> dict:
+    """``out/meta.json``, checked field by field (:mod:`iolab.kernel.meta`)."""
+    return kmeta.load(out, DISKS, COMPARED, None)
+
+
+def _analyse(out: Path, meta: dict) -> dict:
     rows = []
     for disk in meta["disks"]:
         share = out / disk
@@ -623,18 +640,15 @@ def report(result: dict) -> str:
 def run_compare(args) -> int:
     if args.report:
         out = Path(args.report)
-        if not (out / "meta.json").exists():
-            raise UserError(f"{out}: no meta.json (not a finished `iolab kernel compare` directory)")
-        print(report(analyse(out)))
+        print(report(analyse(out, load_meta(out))))
         return 0
+    check_options(args)
     if args.resim:
         return resim(args)
     disks = _list(args.disks, DISKS, "disks")
     workloads = _list(args.workloads, COMPARED, "workloads")
     elevators = _list(args.elevators, ELEVATORS, "elevators")
     trace = _list(args.trace, elevators, "trace") if args.trace else []
-    if args.reps < 1 or args.runtime < 2:
-        raise UserError("--reps must be at least 1 and --runtime at least 2 s")
     repo = testbed.find_repo(args.repo)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -656,6 +670,24 @@ def run_compare(args) -> int:
     run_sim_side(out, meta)
     print(report(analyse(out)))
     return 0
+
+
+# Bounds of the options, checked before anything is booted or written: a
+# comparison is hours at the defaults (36 rows x 3 reps x 20 s plus boots).
+MAX_REPS = 100
+MAX_RUNTIME_S = 3600
+MAX_OVERHEAD_US = 1e6
+
+
+def check_options(args) -> None:
+    """Refuse what cannot run before any side effect (a boot, apt, a directory)."""
+    if not 1 <= args.reps <= MAX_REPS:
+        raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
+    if not 2 <= args.runtime <= MAX_RUNTIME_S:
+        raise UserError(f"--runtime: {args.runtime} s is outside 2..{MAX_RUNTIME_S} s")
+    us = args.overhead_us
+    if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
+        raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")
 
 
 def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
@@ -695,9 +727,7 @@ def resim(args) -> int:
     """Calibrate again and run the simulator side again over the kernel runs
     of a finished comparison."""
     out = Path(args.output)
-    if not (out / "meta.json").exists():
-        raise UserError(f"{out}: no meta.json (--resim needs a finished `iolab kernel compare` directory)")
-    meta = json.loads((out / "meta.json").read_text())
+    meta = load_meta(out)
     meta.pop("host", None)
     calibrate(testbed.find_repo(args.repo), out, meta, args)
     run_sim_side(out, meta)

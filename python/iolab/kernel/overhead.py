@@ -65,7 +65,10 @@ class Ratio:
 def parse_runs(path: Path) -> list[Run]:
     """Read ``runs.txt`` (a header, then ``rep elevator busy_ns requests``)."""
     runs = []
-    lines = path.read_text().splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read it ({e})") from None
     for i, line in enumerate(lines[1:], start=2):
         parts = line.split()
         if len(parts) < 4:

@@ -21,20 +21,25 @@ def find_repo(given: str | None = None) -> Path:
     """The repository holding ``kernel/`` and ``testbed/``: ``given``, else
     ``$IOLAB_REPO``, else the checkout this package was installed from, else
     the current directory or one of its parents."""
-    candidates = []
-    if given:
-        candidates.append(Path(given))
-    if os.environ.get("IOLAB_REPO"):
-        candidates.append(Path(os.environ["IOLAB_REPO"]))
-    candidates.append(Path(__file__).resolve().parents[3])
+    # A checkout named by the user is the only one tried: falling back to
+    # another would boot (and run apt for) something the user did not name.
+    named = given or os.environ.get("IOLAB_REPO")
+    if named:
+        p = Path(named)
+        if (p / "testbed" / "run.sh").is_file() and (p / "kernel" / "Makefile").is_file():
+            return p.resolve()
+        what = "--repo" if given else "IOLAB_REPO"
+        why = "no such directory" if not p.exists() else "not a directory" if not p.is_dir() else \
+            "not an iolab checkout (no kernel/Makefile and testbed/run.sh)"
+        raise UserError(f"{what} {named}: {why}")
+    candidates = [Path(__file__).resolve().parents[3]]
     cwd = Path.cwd().resolve()
     candidates += [cwd, *cwd.parents]
     for c in candidates:
         if (c / "testbed" / "run.sh").is_file() and (c / "kernel" / "Makefile").is_file():
             return c.resolve()
-    where = given or os.environ.get("IOLAB_REPO") or str(cwd)
     raise UserError(
-        f"no iolab checkout (kernel/ and testbed/) at {where}: `iolab kernel` boots a guest with the "
+        f"no iolab checkout (kernel/ and testbed/) at {cwd}: `iolab kernel` boots a guest with the "
         "repository's module and scripts; run it inside a clone or pass --repo DIR"
     )
 
