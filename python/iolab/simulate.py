@@ -15,6 +15,7 @@ import json
 import os
 import queue
 import signal
+import sys
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -66,17 +67,79 @@ def read_spec_text(p: Path) -> str:
         raise UserError(f"{p}: cannot read the spec ({e.strerror})") from None
 
 
-def load_spec(path: str | os.PathLike, overrides: Sequence[tuple[str, str]] = ()) -> "_iolab.Experiment":
+def load_spec(path: str | os.PathLike, overrides: Sequence[tuple[str, str]] = (),
+              progress: bool = False) -> "_iolab.Experiment":
     """Read and check a TOML (or ``.json``) spec file."""
     p = Path(path)
     text = read_spec_text(p)
     fmt = "json" if p.suffix == ".json" else "toml"
-    return _iolab.Experiment.parse(text, str(p), fmt, list(overrides))
+    return parse_spec(text, str(p), fmt, overrides, progress)
 
 
-def spec_from_dict(spec: dict, name: str = "<command line>", overrides: Sequence[tuple[str, str]] = ()) -> "_iolab.Experiment":
+def spec_from_dict(spec: dict, name: str = "<command line>", overrides: Sequence[tuple[str, str]] = (),
+                   progress: bool = False) -> "_iolab.Experiment":
     """Check a spec given as a dict (as `iolab compare` builds one)."""
-    return _iolab.Experiment.parse(json.dumps(spec), name, "json", list(overrides))
+    return parse_spec(json.dumps(spec), name, "json", overrides, progress)
+
+
+# A trace read for longer than this gets a progress bar (bytes read and rate).
+_READ_BAR_AFTER_S = 0.5
+
+
+def parse_spec(text: str, name: str, fmt: str, overrides: Sequence[tuple[str, str]] = (),
+               progress: bool = False) -> "_iolab.Experiment":
+    """Check a spec (the text of a file, TOML or JSON), reading the trace
+    it names once. With ``progress`` and stderr a terminal, a trace read
+    that takes a while shows the bytes read on stderr; Ctrl-C stops it
+    (KeyboardInterrupt) either way."""
+    control = _iolab.RunControl()
+    done: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def work() -> None:
+        try:
+            done["exp"] = _iolab.Experiment.parse(text, name, fmt, list(overrides), control)
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller's thread
+            done["error"] = e
+        finally:
+            finished.set()
+
+    # The read runs in a thread (the native code releases the GIL), so
+    # this one can draw the bar and hear Ctrl-C. It waits on an Event, not
+    # Thread.join: a join that Ctrl-C interrupted may return at once after
+    # it while the thread still runs (CPython before 3.13), and the thread
+    # must end before the interpreter does.
+    threading.Thread(target=work, name="iolab-parse", daemon=True).start()
+    try:
+        if not finished.wait(_READ_BAR_AFTER_S) and progress and sys.stderr.isatty():
+            _read_bar(finished, control)
+        while not finished.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        control.cancel()
+        # The read stops within 4096 lines; a second Ctrl-C must not leave
+        # it running in native code while the interpreter shuts down.
+        while True:
+            try:
+                if finished.wait(0.2):
+                    break
+            except KeyboardInterrupt:
+                continue
+        raise
+    if "error" in done:
+        raise done["error"]
+    return done["exp"]
+
+
+def _read_bar(finished: threading.Event, control: "_iolab.RunControl") -> None:
+    from rich.console import Console
+    from rich.progress import DownloadColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("[bold]reading the trace"), DownloadColumn(), TransferSpeedColumn(),
+                  TimeElapsedColumn(), transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("read", total=None)
+        while not finished.wait(0.2):
+            bar.update(task, completed=control.completed)
 
 
 # Per-run detail left out of the summaries kept in memory.

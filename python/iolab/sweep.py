@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from iolab import _iolab, report
 from iolab.cli.errors import UserError
-from iolab.simulate import document
+from iolab.simulate import document, parse_spec
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def run_point_job(spec_text: str, spec_name: str, fmt: str, settings: Sequence[t
 
 
 def check_points(spec_text: str, spec_name: str, fmt: str, base: Sequence[tuple[str, str]],
-                 grid: Sequence[tuple[str, list[str]]]) -> tuple[list[Point], list]:
+                 grid: Sequence[tuple[str, list[str]]], progress: bool = False) -> tuple[list[Point], list]:
     """Every point parsed and checked, and the sweep's size bounded, before
     anything runs."""
     n_points = math.prod(len(v) for _, v in grid)
@@ -95,7 +95,9 @@ def check_points(spec_text: str, spec_name: str, fmt: str, base: Sequence[tuple[
     jobs = 0
     for p in pts:
         try:
-            exp = _iolab.Experiment.parse(spec_text, spec_name, fmt, list(base) + list(p.settings))
+            # The points share one read of a trace (the native core keeps it
+            # while any point holds it); the first read may show a bar.
+            exp = parse_spec(spec_text, spec_name, fmt, list(base) + list(p.settings), progress)
         except ValueError as e:
             raise UserError(f"grid point {p.label()}: {e}") from None
         jobs += len(exp.jobs())
@@ -110,7 +112,7 @@ def run_sweep(spec_text: str, spec_name: str, fmt: str, base: Sequence[tuple[str
               workers: Optional[int] = None, quiet: bool = False,
               on_progress: Optional[Callable[[int, int], None]] = None) -> SweepResult:
     """Run every point; return one row per run and the result documents."""
-    pts, exps = check_points(spec_text, spec_name, fmt, base, grid)
+    pts, exps = check_points(spec_text, spec_name, fmt, base, grid, progress=not quiet)
     if dask_address:
         docs, interrupted = _run_on_dask(spec_text, spec_name, fmt, base, pts, exps, dask_address, on_progress)
     else:

@@ -56,15 +56,32 @@ pub struct PyExperiment {
 impl PyExperiment {
     /// Parse `text` (TOML or JSON) named `file`, applying `overrides`
     /// (`[(key, value), ...]`); raises ValueError naming the line or field.
+    /// With `control`, the GIL is released while a trace file is read, the
+    /// bytes read so far show in `control.completed`, and `control.cancel()`
+    /// stops the read (KeyboardInterrupt).
     #[staticmethod]
-    #[pyo3(signature = (text, file, format = "toml", overrides = Vec::new()))]
-    fn parse(text: &str, file: &str, format: &str, overrides: Vec<(String, String)>) -> PyResult<Self> {
+    #[pyo3(signature = (text, file, format = "toml", overrides = Vec::new(), control = None))]
+    fn parse(
+        py: Python<'_>,
+        text: &str,
+        file: &str,
+        format: &str,
+        overrides: Vec<(String, String)>,
+        control: Option<PyRef<'_, PyRunControl>>,
+    ) -> PyResult<Self> {
         let fmt = match format {
             "toml" => Format::Toml,
             "json" => Format::Json,
             other => return Err(PyValueError::new_err(format!("unknown spec format '{other}' (toml or json)"))),
         };
-        let inner = experiment::parse(text, file, fmt, &overrides).map_err(to_py)?;
+        let inner = match control {
+            Some(c) => {
+                let ctl = c.inner.clone();
+                py.allow_threads(|| experiment::parse_controlled(text, file, fmt, &overrides, &ctl))
+            }
+            None => experiment::parse(text, file, fmt, &overrides),
+        }
+        .map_err(to_py)?;
         Ok(PyExperiment { inner })
     }
 

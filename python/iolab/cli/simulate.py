@@ -92,7 +92,7 @@ def _report(outcome, args, console) -> int:
 def cmd_run(args) -> int:
     from iolab.simulate import load_spec, parse_overrides
 
-    exp = load_spec(args.spec, parse_overrides(args.overrides))
+    exp = load_spec(args.spec, parse_overrides(args.overrides), progress=not args.quiet)
     return _execute(exp, args, str(Path(args.spec).parent))
 
 
@@ -117,7 +117,7 @@ def cmd_compare(args) -> int:
         "workload": json.loads(_iolab.workload_preset(args.workload)),
         "run": run,
     }
-    exp = spec_from_dict(spec, "<iolab compare>", parse_overrides(args.overrides))
+    exp = spec_from_dict(spec, "<iolab compare>", parse_overrides(args.overrides), progress=not args.quiet)
     return _execute(exp, args)
 
 

@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{RunHeader, RunResult};
 use crate::sched::{self, TunableValues};
 use crate::time::{SimTime, NS_PER_S};
+use crate::trace::{ReadControl, Trace};
 use crate::workload::{self, WorkloadSpec};
 use crate::field::{FieldError, FieldPath, Seg};
 use source::SpecSource;
@@ -33,9 +34,55 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 
 pub mod bounds;
 pub mod source;
+
+/// The trace a spec names, read once while any experiment holds it: the
+/// points of a sweep are experiments of one spec (a sweep of 20 points over
+/// a 10^7-line trace read it 20 times). The key is the file's identity and
+/// state (device, inode, size, modification time) and the read's options,
+/// so a changed file is read again.
+fn load_trace(t: &workload::trace::TraceSpec, control: &RunControl) -> Result<Arc<Trace>> {
+    use std::os::unix::fs::MetadataExt;
+    static LAST: Mutex<Option<(String, Weak<Trace>)>> = Mutex::new(None);
+    let key = std::fs::metadata(&t.file).ok().map(|m| {
+        format!(
+            "{}:{}:{}:{}.{}|{:?}|{}|{:?}",
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec(),
+            t.format,
+            t.blkparse_action,
+            t.max_records
+        )
+    });
+    if let (Some(k), Some((last, weak))) = (&key, LAST.lock().unwrap().as_ref()) {
+        if k == last {
+            if let Some(trace) = weak.upgrade() {
+                return Ok(trace);
+            }
+        }
+    }
+    let ctl = ReadControl { bytes: &control.completed, cancel: &control.cancel };
+    let trace = Arc::new(workload::trace::load(t, ctl)?);
+    if let Some(k) = key {
+        *LAST.lock().unwrap() = Some((k, Arc::downgrade(&trace)));
+    }
+    Ok(trace)
+}
+
+/// A job's processes: a trace workload replays the records read at parse
+/// time; the others are built from their spec.
+fn build_workload(w: &WorkloadSpec, trace: Option<&Trace>, capacity: u64) -> Result<workload::BuiltWorkload> {
+    match (w, trace) {
+        (WorkloadSpec::Trace(t), Some(records)) => workload::trace::replay(t, records, capacity),
+        _ => workload::build(w, capacity),
+    }
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -162,6 +209,9 @@ pub struct Experiment {
     /// The spec's name in errors (its file), for those only a run finds.
     file: String,
     tunables: Vec<TunableValues>,
+    /// A trace workload's records, read once at parse time and replayed by
+    /// every job (a sweep of a 10^7-line trace read it once per job).
+    trace: Option<Arc<Trace>>,
 }
 
 /// Parse and check a spec. `file` names it in errors; `overrides` are
@@ -171,6 +221,19 @@ pub struct Experiment {
 /// Every error is one line naming the file, the line of the field when the
 /// text holds it (or the `--set` that wrote it) and the field itself.
 pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, String)]) -> Result<Experiment> {
+    parse_controlled(text, file, format, overrides, &RunControl::default())
+}
+
+/// [`parse`], reporting the bytes of a trace file read so far in
+/// `control.completed` (for a progress bar) and stopping when
+/// `control.cancel` is set (Ctrl-C while a large trace is read).
+pub fn parse_controlled(
+    text: &str,
+    file: &str,
+    format: Format,
+    overrides: &[(String, String)],
+    control: &RunControl,
+) -> Result<Experiment> {
     let src = SpecSource::read(text, file, format)?;
     let mut value = src.value.clone();
     for (key, raw) in overrides {
@@ -183,7 +246,7 @@ pub fn parse(text: &str, file: &str, format: Format, overrides: &[(String, Strin
     };
     let spec = spec_from_value(value).map_err(at)?;
     let base_dir = Path::new(file).parent().map(Path::to_path_buf).unwrap_or_default();
-    Experiment::new(spec, base_dir, file).map_err(|e| match e {
+    Experiment::new_controlled(spec, base_dir, file, control).map_err(|e| match e {
         Error::Invalid { field, message } => at(FieldError::new(FieldPath::parse(&field), message)),
         Error::Unknown { kind: "disk preset", .. } => at(FieldError::new(FieldPath::parse("disk.preset"), e.to_string())),
         e @ Error::Unknown { .. } => Error::Spec { file: file.to_string(), message: e.to_string() },
@@ -306,7 +369,12 @@ fn step<'v>(cur: &'v mut Value, seg: &Seg, at: &FieldPath, table: bool) -> std::
 impl Experiment {
     /// Check everything that can be checked before running; `file` names
     /// the spec in the errors only a run finds.
-    pub fn new(mut spec: Spec, base_dir: PathBuf, file: &str) -> Result<Experiment> {
+    pub fn new(spec: Spec, base_dir: PathBuf, file: &str) -> Result<Experiment> {
+        Experiment::new_controlled(spec, base_dir, file, &RunControl::default())
+    }
+
+    /// [`Experiment::new`], reading a trace under `control` (see [`parse_controlled`]).
+    pub fn new_controlled(mut spec: Spec, base_dir: PathBuf, file: &str, control: &RunControl) -> Result<Experiment> {
         // A trace named relative to the spec is found beside the spec.
         if let WorkloadSpec::Trace(t) = &mut spec.workload {
             let p = Path::new(&t.file);
@@ -383,10 +451,14 @@ impl Experiment {
         }
         // Build the disk and workload once to report their errors now.
         let d = disk::build(&spec.disk, &base_dir)?;
-        let built = workload::build(&spec.workload, d.capacity_sectors())?;
+        let trace = match &spec.workload {
+            WorkloadSpec::Trace(t) => Some(load_trace(t, control)?),
+            _ => None,
+        };
+        let built = build_workload(&spec.workload, trace.as_deref(), d.capacity_sectors())?;
         // Only a trace says how many processes it makes once read (one per stream).
         crate::limits::check_processes("workload.streams", built.processes.len() as u64)?;
-        Ok(Experiment { spec, base_dir, file: file.to_string(), tunables })
+        Ok(Experiment { spec, base_dir, file: file.to_string(), tunables, trace })
     }
 
     pub fn seeds(&self) -> Vec<u64> {
@@ -413,7 +485,7 @@ impl Experiment {
     pub fn run_job(&self, job: Job, control: &RunControl) -> Result<RunResult> {
         let s = &self.spec.schedulers[job.scheduler];
         let disk = disk::build(&self.spec.disk, &self.base_dir)?;
-        let built = workload::build(&self.spec.workload, disk.capacity_sectors())?;
+        let built = build_workload(&self.spec.workload, self.trace.as_deref(), disk.capacity_sectors())?;
         let ctx = engine::sched_context(&*disk, self.spec.disk.queue_depth);
         let info = sched::find(&s.name)?;
         let values = &self.tunables[job.scheduler];
@@ -444,3 +516,34 @@ impl Experiment {
         Ok(result)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_points_of_a_sweep_share_one_read_of_their_trace() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/traces/");
+        let text = format!(
+            "[disk]\npreset = \"hp97560\"\n[[scheduler]]\nname = \"noop\"\n[workload]\nkind = \"trace\"\n\
+             file = \"{dir}sample.fiu.txt\"\nformat = \"fiu\"\n[run]\nduration_s = 1\n"
+        );
+        let read = |overrides: &[(String, String)]| {
+            let control = RunControl::default();
+            let exp = parse_controlled(&text, "s.toml", Format::Toml, overrides, &control).unwrap();
+            (exp, control.completed.load(Ordering::Relaxed))
+        };
+        let (first, bytes) = read(&[]);
+        assert!(bytes > 0);
+        // Another point of the same spec while the first is held: no read.
+        let (second, again) = read(&[("noop.label".into(), "x".into())]);
+        assert_eq!(again, 0);
+        assert!(Arc::ptr_eq(first.trace.as_ref().unwrap(), second.trace.as_ref().unwrap()));
+        // Another max_records is another read.
+        let (_, other) = read(&[("workload.max_records".into(), "5".into())]);
+        assert!(other > 0 && other < bytes);
+        drop((first, second));
+    }
+}
+

@@ -13,6 +13,7 @@
 pub mod disksim_validation;
 mod formats;
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::error::{Error, Result};
 use crate::limits::MAX_SIM_NS;
 use crate::request::Dir;
@@ -49,11 +50,15 @@ pub struct ParseOptions {
     /// blkparse: the action that counts as the request's issue (`Q` when
     /// the process queued it, `D` when the driver got it).
     pub blkparse_action: String,
+    /// Stop after this many requests of the file (then put them in time
+    /// order): a trace of 10^7 lines was read whole to replay its first
+    /// thousand requests (issue 27).
+    pub max_records: Option<u64>,
 }
 
 impl Default for ParseOptions {
     fn default() -> Self {
-        ParseOptions { blkparse_action: "Q".into() }
+        ParseOptions { blkparse_action: "Q".into(), max_records: None }
     }
 }
 
@@ -80,8 +85,23 @@ pub struct Trace {
     pub records: Vec<TraceRecord>,
 }
 
+/// Where a long read reports its progress and hears a stop: the bytes read
+/// so far (a progress bar polls them from another thread) and Ctrl-C's flag.
+#[derive(Clone, Copy)]
+pub struct ReadControl<'a> {
+    pub bytes: &'a AtomicU64,
+    pub cancel: &'a AtomicBool,
+}
+
 /// Read a trace file, line by line (memory holds the records, not the text).
 pub fn read_file(path: &Path, format: TraceFormat, opts: &ParseOptions) -> Result<Trace> {
+    let (bytes, cancel) = (AtomicU64::new(0), AtomicBool::new(false));
+    read_file_with(path, format, opts, ReadControl { bytes: &bytes, cancel: &cancel })
+}
+
+/// [`read_file`], counting the bytes read into `ctl.bytes` and stopping with
+/// [`Error::Interrupted`] when `ctl.cancel` is set.
+pub fn read_file_with(path: &Path, format: TraceFormat, opts: &ParseOptions, ctl: ReadControl) -> Result<Trace> {
     use std::io::BufRead;
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     let file = std::fs::File::open(path).map_err(io)?;
@@ -91,6 +111,12 @@ pub fn read_file(path: &Path, format: TraceFormat, opts: &ParseOptions) -> Resul
     }
     let name = path.display().to_string();
     let mut lines = std::io::BufReader::new(file).lines().enumerate().map(|(i, l)| {
+        if i % 4096 == 0 && ctl.cancel.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
+        if let Ok(text) = &l {
+            ctl.bytes.fetch_add(text.len() as u64 + 1, Ordering::Relaxed);
+        }
         l.map_err(|e| match e.kind() {
             std::io::ErrorKind::InvalidData => {
                 Error::Line { file: name.clone(), line: i + 1, message: "not UTF-8 text".into() }
@@ -113,6 +139,7 @@ fn parse_lines(
     opts: &ParseOptions,
 ) -> Result<Trace> {
     let mut records = Vec::new();
+    let max = opts.max_records.unwrap_or(u64::MAX);
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let line = Line { file: name, number: i + 1 };
@@ -128,6 +155,10 @@ fn parse_lines(
             TraceFormat::Disksim => formats::disksim(t, &line)?,
         };
         records.extend(rec);
+        if records.len() as u64 >= max {
+            // Not one line more: the rest of the file is never read.
+            break;
+        }
     }
     if records.is_empty() {
         return Err(Error::Spec { file: name.to_string(), message: format!("no requests in this {format:?} trace") });
@@ -175,6 +206,30 @@ impl Line<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_stops_at_max_records_counts_its_bytes_and_hears_a_cancel() {
+        // Three requests, then a line no reader accepts: with max_records =
+        // 3 the file is read no further (issue 27: the whole trace was read
+        // to replay its first thousand requests).
+        let dir = std::env::temp_dir().join(format!("iolab-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.ascii");
+        std::fs::write(&path, "2.0 0 300 8 1\n1.0 0 200 8 1\n0.5 0 100 8 1\nnot a record\n").unwrap();
+        let opts = |max| ParseOptions { max_records: max, ..ParseOptions::default() };
+        let (bytes, cancel) = (AtomicU64::new(0), AtomicBool::new(false));
+        let ctl = ReadControl { bytes: &bytes, cancel: &cancel };
+        let t = read_file_with(&path, TraceFormat::Disksim, &opts(Some(3)), ctl).unwrap();
+        let sectors: Vec<u64> = t.records.iter().map(|r| r.sector).collect();
+        assert_eq!(sectors, [100, 200, 300], "the first three of the file, in time order");
+        assert_eq!(bytes.load(Ordering::Relaxed), 3 * 14, "three lines read, not the fourth");
+        let e = read_file(&path, TraceFormat::Disksim, &opts(None)).unwrap_err().to_string();
+        assert!(e.contains(":4:"), "{e}");
+        cancel.store(true, Ordering::Relaxed);
+        let e = read_file_with(&path, TraceFormat::Disksim, &opts(None), ctl).unwrap_err();
+        assert!(matches!(e, Error::Interrupted), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn records_are_sorted_and_start_at_zero() {

@@ -24,7 +24,8 @@ use crate::limits::MAX_SIM_NS;
 use crate::request::Request;
 use crate::rng::SimRng;
 use crate::time::SimTime;
-use crate::trace::{self, ParseOptions, Trace, TraceFormat};
+use crate::trace::{self, ParseOptions, ReadControl, Trace, TraceFormat};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -70,7 +71,8 @@ pub struct TraceSpec {
     pub fit: Fit,
     #[serde(default)]
     pub streams: Streams,
-    /// Replay only the first this many requests (in time order).
+    /// Replay only the first this many requests of the file (the file is
+    /// read no further; they are then replayed in time order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_records: Option<u64>,
     /// blkparse: the action taken as the issue (`Q` or `D`).
@@ -174,6 +176,24 @@ fn stream_word(format: TraceFormat) -> &'static str {
 }
 
 pub fn build(spec: &TraceSpec, capacity: u64) -> Result<BuiltWorkload> {
+    let (bytes, cancel) = (AtomicU64::new(0), AtomicBool::new(false));
+    let trace = load(spec, ReadControl { bytes: &bytes, cancel: &cancel })?;
+    replay(spec, &trace, capacity)
+}
+
+/// Reads the trace file a spec names (up to its `max_records`): done once
+/// per experiment, which replays it in every job.
+pub fn load(spec: &TraceSpec, ctl: ReadControl) -> Result<Trace> {
+    check(spec)?;
+    if spec.max_records == Some(0) {
+        return Err(Error::invalid("workload.max_records", "must be at least 1"));
+    }
+    let opts = ParseOptions { blkparse_action: spec.blkparse_action.clone(), max_records: spec.max_records };
+    trace::read_file_with(Path::new(&spec.file), spec.format, &opts, ctl)
+}
+
+/// The replay's own fields (the file's are checked as it is read).
+fn check(spec: &TraceSpec) -> Result<()> {
     if !(spec.speed.is_finite() && (MIN_SPEED..=MAX_SPEED).contains(&spec.speed)) {
         return Err(Error::invalid(
             "workload.speed",
@@ -186,19 +206,12 @@ pub fn build(spec: &TraceSpec, capacity: u64) -> Result<BuiltWorkload> {
             format!("must be within [0, {MAX_JITTER_MS}] ms, got {}", crate::limits::show(spec.jitter_ms)),
         ));
     }
-    if spec.max_records == Some(0) {
-        return Err(Error::invalid("workload.max_records", "must be at least 1"));
-    }
-    let opts = ParseOptions { blkparse_action: spec.blkparse_action.clone() };
-    let trace = trace::read_file(Path::new(&spec.file), spec.format, &opts)?;
-    replay(spec, trace, capacity)
+    Ok(())
 }
 
 /// The processes that replay a parsed trace.
-fn replay(spec: &TraceSpec, mut trace: Trace, capacity: u64) -> Result<BuiltWorkload> {
-    if let Some(m) = spec.max_records {
-        trace.records.truncate(m.min(usize::MAX as u64) as usize);
-    }
+pub fn replay(spec: &TraceSpec, trace: &Trace, capacity: u64) -> Result<BuiltWorkload> {
+    check(spec)?;
     let top = trace.records.iter().map(|r| r.sector + r.nr_sectors as u64).max().unwrap_or(0);
     let mut by_stream: BTreeMap<u32, Vec<Timed>> = BTreeMap::new();
     for r in &trace.records {
