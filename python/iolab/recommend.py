@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -133,13 +134,29 @@ def parse_tunables(items: Sequence[str]) -> dict[str, dict[str, list[float]]]:
         vals = []
         for v in values.split(","):
             try:
-                vals.append(float(v))
+                x = float(v)
             except ValueError:
                 raise UserError(f"--tunables {item!r}: '{v}' is not a number") from None
+            if not math.isfinite(x):
+                raise UserError(f"--tunables {item!r}: '{v}' is not a finite number")
+            vals.append(x)
         if name in out.setdefault(sched, {}):
             raise UserError(f"--tunables {sched}.{name}: given twice; put every value in one list")
         out[sched][name] = vals
     return out
+
+
+# A Linux block device's name as sysfs shows it (sda, nvme0n1, dm-0, mmcblk0p1,
+# cciss!c0d0): the recommendation prints it into shell commands, so anything
+# else is refused rather than quoted (a newline in it injected a command).
+_DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._!-]{0,31}")
+
+
+def check_device_name(name: str) -> str:
+    if not _DEVICE_NAME.fullmatch(name):
+        raise UserError(f"--device-name {name!r}: not a block device name as /sys/block shows it "
+                        "(letters, digits, '.', '_', '-', '!'; at most 32)")
+    return name
 
 
 def configs(schedulers: Sequence[str], tunables: dict[str, dict[str, list[float]]]) -> list[Config]:

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tunables", nargs="+", action="extend", default=[], metavar="SCHED.NAME=V1,V2",
                    help="replace a scheduler's grid by the product of these values, e.g. bfq.slice_idle=0,8")
     p.add_argument("--mode", default="open", choices=["open", "closed"], help="trace replay mode (default open)")
-    p.add_argument("--speed", type=float, default=1.0, help="replay speed factor (default 1)")
+    p.add_argument("--speed", type=finite_positive, default=1.0, help="replay speed factor (default 1)")
     p.add_argument("--fit", default="wrap", choices=["error", "wrap", "scale"],
                    help="sectors beyond the simulated disk (default wrap)")
     p.add_argument("--max-records", type=positive_int, default=None, metavar="N", help="replay only the first N requests")
@@ -83,6 +83,7 @@ def cmd_recommend(args) -> int:
         raise UserError(f"--jitter-ms {args.jitter_ms}: must be within [0, 60000]")
     if not (0 < args.margin < 100):
         raise UserError(f"--margin {args.margin}: must be a percentage above 0 and below 100")
+    rc.check_device_name(args.device_name)
     if args.diskspecs:
         disk = {"diskspecs": str(Path(args.diskspecs).resolve())}
         qd = args.queue_depth or 1
@@ -95,7 +96,7 @@ def cmd_recommend(args) -> int:
     cfgs = rc.configs([s.strip() for s in args.schedulers.split(",") if s.strip()], rc.parse_tunables(args.tunables))
     spec = rc.build_spec(trace, args.format, disk, cfgs, args.seeds, args.jitter_ms, args.mode, args.speed,
                          args.fit, args.max_records)
-    result = run_sweep(json.dumps(spec), "<recommend>", "json", [], [], dask_address=args.dask,
+    result = run_sweep(json.dumps(spec, allow_nan=False), "<recommend>", "json", [], [], dask_address=args.dask,
                        workers=args.jobs, quiet=args.quiet)
     doc = result.docs[""]
     if result.interrupted:
