@@ -26,7 +26,7 @@ use crate::config::Delivery;
 use crate::envelope::Envelope;
 use crate::maildir::{self, MaildirError};
 use crate::relay::{Failure, Relay};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::store::Taken;
 

@@ -16,6 +16,7 @@
 //! can cause and how many.
 #![deny(missing_docs)]
 
+mod address;
 mod commit;
 pub mod config;
 mod deliver;
@@ -26,6 +27,7 @@ mod maildir;
 pub mod relay;
 mod server;
 mod session;
+mod shared;
 pub mod stats;
 pub mod store;
 

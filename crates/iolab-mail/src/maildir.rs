@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::envelope::Envelope;
-use crate::session::mailbox_name;
+use crate::address::mailbox_name;
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 

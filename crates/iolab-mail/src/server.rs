@@ -17,20 +17,9 @@ use tokio::sync::{watch, Notify};
 use crate::config::ServerConfig;
 use crate::error::{MailError, Result};
 use crate::commit::Committer;
+use crate::shared::Shared;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::{self, MailQueue, QueueIo};
-
-/// What sessions and delivery workers share.
-pub(crate) struct Shared {
-    pub(crate) cfg: ServerConfig,
-    pub(crate) queue: Arc<dyn MailQueue>,
-    pub(crate) dead: Arc<dyn MailQueue>,
-    pub(crate) stats: Arc<Stats>,
-    /// For a group-committing queue: the committer threads sessions hand
-    /// their records to (else each session's enqueue runs on a blocking
-    /// thread of its own, as the file-per-message queue needs).
-    pub(crate) committer: Option<Committer>,
-}
 
 /// Listen backlog: many clients connect at once (the paper's 5,000 users);
 /// the kernel caps it at `net.core.somaxconn`.

@@ -16,8 +16,9 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::config::Delivery;
+use crate::address::mailbox_name;
 use crate::envelope::Envelope;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 /// Bytes reserved for a message's text when `DATA` starts.
@@ -154,16 +155,6 @@ fn proto_error(e: &ProtoError) -> &'static str {
         ProtoError::UnsupportedParameter { .. } => "555 5.5.4 Unsupported parameter",
         _ => "501 5.5.4 Syntax error",
     }
-}
-
-/// A local part that can name a Maildir folder safely.
-pub(crate) fn mailbox_name(address: &str) -> Option<String> {
-    let local = address.rsplit_once('@').map_or(address, |(l, _)| l).to_ascii_lowercase();
-    let ok = !local.is_empty()
-        && local.len() <= 64
-        && !local.starts_with('.')
-        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
-    ok.then_some(local)
 }
 
 impl Session {
@@ -325,19 +316,5 @@ impl Session {
             Err(()) => self.refuse_data("451 4.3.0 Error: internal error".into()),
         }
         self.reset();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mailbox_name;
-
-    #[test]
-    fn mailbox_names_are_safe_path_components() {
-        assert_eq!(mailbox_name("Alice@example.org").as_deref(), Some("alice"));
-        assert_eq!(mailbox_name("bob+tag").as_deref(), Some("bob+tag"));
-        for bad in ["../etc@x", "a/b@x", ".hidden@x", "@x", "a b@x"] {
-            assert_eq!(mailbox_name(bad), None, "{bad}");
-        }
     }
 }
