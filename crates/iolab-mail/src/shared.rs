@@ -3,10 +3,12 @@
 //! use it (`server` builds it; `session`, `deliver` read it) so that none
 //! of them imports another to reach it (issue 22: no import circle).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::commit::Committer;
 use crate::config::ServerConfig;
+use crate::spool::MemoryBudget;
 use crate::stats::Stats;
 use crate::store::MailQueue;
 
@@ -20,5 +22,9 @@ pub(crate) struct Shared {
     /// their records to (else each session's enqueue runs on a blocking
     /// thread of its own, as the file-per-message queue needs).
     pub(crate) committer: Option<Committer>,
+    /// Memory for message text, shared by all sessions (`spool.rs`).
+    pub(crate) memory: MemoryBudget,
+    /// Where message text beyond the memory goes while it arrives.
+    pub(crate) spool_dir: PathBuf,
 }
 
