@@ -495,14 +495,16 @@ fn d8_unworkable_configurations_are_refused_at_start() {
     std::fs::write(&file, b"x").unwrap();
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let listen = format!("127.0.0.1:{port}");
+    // Each case with a queue directory of its own.
+    let dir = |n: &str| tmp.path().join(n);
     let mut cases: Vec<(&str, ServerConfig)> = Vec::new();
-    cases.push(("maildir", config(tmp.path(), &listen, Delivery::Maildir(file.clone()))));
-    cases.push(("maildir", config(tmp.path(), &listen, Delivery::Maildir("/proc/iolab-mail".into()))));
-    cases.push(("relay", config(tmp.path(), &listen, Delivery::Relay(listen.parse().unwrap()))));
-    let mut c = config(tmp.path(), &listen, Delivery::Maildir(tmp.path().join("m")));
+    cases.push(("maildir", config(&dir("1"), &listen, Delivery::Maildir(file.clone()))));
+    cases.push(("maildir", config(&dir("2"), &listen, Delivery::Maildir("/proc/iolab-mail".into()))));
+    cases.push(("relay", config(&dir("3"), &listen, Delivery::Relay(listen.parse().unwrap()))));
+    let mut c = config(&dir("4"), &listen, Delivery::Maildir(tmp.path().join("m")));
     c.hostname = "h".repeat(10_000);
     cases.push(("hostname", c));
-    let mut c = config(tmp.path(), &listen, Delivery::Maildir(tmp.path().join("m")));
+    let mut c = config(&dir("5"), &listen, Delivery::Maildir(tmp.path().join("m")));
     c.command_timeout = Duration::from_nanos(1);
     cases.push(("command_timeout", c));
     // A FastQueue queue directory opened as the file-per-message queue.
