@@ -300,4 +300,22 @@ mod tests {
             assert!(split_path(bad).is_err(), "{bad}");
         }
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any local part of printable ASCII and spaces comes back the same
+        /// through its canonical text, and that text never lets a `>` or a
+        /// space stand outside quotes.
+        #[test]
+        fn canonical_text_round_trips(local in "[ -~]{1,64}", domain in "[a-z][a-z0-9-]{0,10}[a-z0-9]\\.example") {
+            let m = Mailbox { local, domain };
+            let text = m.to_string();
+            prop_assert_eq!(Mailbox::parse(&text).unwrap(), m.clone());
+            let arg = format!("<{text}> SIZE=1");
+            let (path, rest) = split_path(&arg).unwrap();
+            prop_assert_eq!(path, text.as_str());
+            prop_assert_eq!(rest, "SIZE=1");
+        }
+    }
 }

@@ -333,4 +333,101 @@ mod tests {
             assert_eq!((&stored, done), (&want, end), "cut at {cut}");
         }
     }
+
+    use proptest::prelude::*;
+
+    /// What a correct client sends for `lines`: each dot-stuffed, CRLF
+    /// after each, then the end marker (RFC 5321 section 4.5.2).
+    fn stuffed(lines: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for l in lines {
+            if l.first() == Some(&b'.') {
+                out.push(b'.');
+            }
+            out.extend_from_slice(l);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b".\r\n");
+        out
+    }
+
+    fn read_in_two(input: &[u8], cut: usize) -> (Vec<u8>, Option<usize>, Option<TextFault>) {
+        let mut r = DataReader::new(1000, 1 << 20);
+        let mut stored = Vec::new();
+        let mut end = None;
+        for (base, part) in [(0, &input[..cut]), (cut, &input[cut..])] {
+            let mut pos = 0;
+            let mut push = |l: &[u8]| -> Result<(), ()> {
+                stored.extend_from_slice(l);
+                stored.extend_from_slice(b"\r\n");
+                Ok(())
+            };
+            if end.is_none() && r.feed(part, &mut pos, &mut push).unwrap() {
+                end = Some(base + pos);
+            }
+        }
+        (stored, end, r.fault)
+    }
+
+    proptest! {
+        /// Whatever a correct client's lines hold (dots, CR-free text up
+        /// to the line limit), the server stores exactly those lines and
+        /// stops just after the end marker, however the bytes are cut.
+        #[test]
+        fn a_correct_clients_text_round_trips(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof![Just(b'.'), Just(b'a'), Just(b' '), 0x20u8..0x7f], 0..40),
+                0..20),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let input = [stuffed(&lines), b"NOOP\r\n".to_vec()].concat();
+            let cut = cut.index(input.len() + 1);
+            let (text, end, fault) = read_in_two(&input, cut);
+            let want: Vec<u8> = lines.iter().flat_map(|l| [l.as_slice(), b"\r\n"].concat()).collect();
+            prop_assert_eq!(text, want);
+            prop_assert_eq!(end, Some(input.len() - 6));
+            prop_assert_eq!(fault, None);
+        }
+
+        /// On any bytes, the text ends only right after a CRLF "." CRLF
+        /// that follows a CRLF (or the start), and never stores a bare CR
+        /// or a bare LF.
+        #[test]
+        fn the_end_is_only_ever_crlf_dot_crlf(
+            input in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'.'), Just(b'x')], 0..200),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let cut = cut.index(input.len() + 1);
+            let (text, end, fault) = read_in_two(&input, cut);
+            if let Some(e) = end {
+                prop_assert!(input[..e].ends_with(b".\r\n"));
+                prop_assert!(e == 3 || input[..e - 3].ends_with(b"\r\n"));
+            }
+            if fault.is_none() {
+                for (i, &b) in text.iter().enumerate() {
+                    if b == b'\r' { prop_assert_eq!(text.get(i + 1), Some(&b'\n')); }
+                    if b == b'\n' { prop_assert!(i > 0 && text[i - 1] == b'\r'); }
+                }
+            }
+            // The same with the input whole.
+            let (text2, end2, fault2) = read_in_two(&input, input.len());
+            prop_assert_eq!((text, end, fault), (text2, end2, fault2));
+        }
+
+        /// Command lines frame the same however they are cut; no frame is
+        /// longer than the limit.
+        #[test]
+        fn command_framing_ignores_segmentation(
+            input in proptest::collection::vec(prop_oneof![Just(b'\r'), Just(b'\n'), Just(b'x')], 0..3000),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let cut = cut.index(input.len() + 1);
+            let whole = frames(512, &[&input]);
+            let split = frames(512, &[&input[..cut], &input[cut..]]);
+            for f in &whole {
+                if let Frame::Line(l) = f { prop_assert!(l.len() + 2 <= 512); }
+            }
+            prop_assert_eq!(whole, split);
+        }
+    }
 }
