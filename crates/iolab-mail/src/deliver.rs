@@ -333,7 +333,7 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
 /// (less the one give-back of its not-before wait, `Outcome::NotYet`).
 fn attempts_before(taken: &Taken, env: &Envelope) -> u32 {
     let early = u32::from(env.not_before_ms != 0).min(taken.attempts);
-    env.attempts + taken.attempts - early
+    env.attempts.saturating_add(taken.attempts - early)
 }
 
 /// Everything but the all-sent case: see the module documentation.
@@ -368,7 +368,7 @@ fn settle_blocking(sh: &Shared, taken: &Taken, outcome: Outcome) -> crate::error
         }
     };
     let qid = queue_id_of(&env, taken.id);
-    let attempts = attempts_before(taken, &env) + 1;
+    let attempts = attempts_before(taken, &env).saturating_add(1);
     let mut attempt = match outcome {
         Outcome::Attempted(a) => a,
         Outcome::Failed(Failure::Temporary(why)) => Attempt::all(&relay, &env.rcpts, "4.3.0", &why),

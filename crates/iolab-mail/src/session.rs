@@ -339,7 +339,9 @@ impl Session {
             chrono::Utc::now().to_rfc2822(),
         );
         let size = received.len() + spool.len();
-        let mut head = env.encode_head(size);
+        // Room for the text is reserved by the spool once the memory
+        // budget has it, not here.
+        let mut head = env.encode_head(received.len());
         head.extend_from_slice(received.as_bytes());
         let (record, held) = match spool.finish(head, &self.sh.memory).await {
             Ok(r) => r,

@@ -31,6 +31,9 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 #[derive(Clone)]
 pub(crate) struct MemoryBudget {
     sem: Arc<Semaphore>,
+    /// The whole budget, KiB: no request waits for more than this (a
+    /// record with a very long envelope would otherwise wait forever).
+    total_kib: u32,
 }
 
 /// Memory taken from the budget; given back when dropped.
@@ -42,7 +45,8 @@ fn kib(bytes: usize) -> u32 {
 
 impl MemoryBudget {
     pub(crate) fn new(bytes: usize) -> MemoryBudget {
-        MemoryBudget { sem: Arc::new(Semaphore::new(bytes / 1024)) }
+        let total_kib = kib(bytes.saturating_sub(1023));
+        MemoryBudget { sem: Arc::new(Semaphore::new(total_kib as usize)), total_kib }
     }
 
     /// `bytes` if the budget has them now.
@@ -53,7 +57,7 @@ impl MemoryBudget {
     /// `bytes`, waiting until the budget has them (the configuration
     /// checks that the largest record fits in the whole budget).
     pub(crate) async fn take(&self, bytes: usize) -> Held {
-        Held(self.sem.clone().acquire_many_owned(kib(bytes)).await.ok())
+        Held(self.sem.clone().acquire_many_owned(kib(bytes).min(self.total_kib)).await.ok())
     }
 
     /// KiB free now.
@@ -124,18 +128,34 @@ impl Spool {
         Ok(f)
     }
 
-    /// The record: `head` (already holding the envelope and our header,
-    /// with room reserved by the caller) followed by the text. The budget
-    /// holds the record's memory until the returned [`Held`] is dropped.
-    pub(crate) async fn finish(self, mut head: Vec<u8>, budget: &MemoryBudget) -> std::io::Result<(Vec<u8>, Held)> {
-        let held = budget.take(head.len() + self.len).await;
+    /// The record: `head` (the envelope and our header) followed by the
+    /// text. The budget holds the record's memory until the returned
+    /// [`Held`] is dropped. A session that must wait for memory first moves
+    /// what it holds in RAM to its file and gives that memory back, so that
+    /// waiting sessions hold none (else sessions each holding a part and
+    /// waiting for the rest could wait for each other forever).
+    pub(crate) async fn finish(mut self, mut head: Vec<u8>, budget: &MemoryBudget) -> std::io::Result<(Vec<u8>, Held)> {
+        let need = head.len() + self.len;
+        let held = match budget.try_take(need) {
+            Some(h) => h,
+            None => {
+                if self.file.is_none() {
+                    let mut f = BufWriter::new(self.open_file()?);
+                    f.write_all(&self.mem)?;
+                    self.file = Some(f);
+                }
+                self.mem = Vec::new();
+                self.mem_held = None;
+                budget.take(need).await
+            }
+        };
         drop(self.mem_held);
+        head.reserve_exact(self.len);
         match self.file {
             None => head.extend_from_slice(&self.mem),
             Some(f) => {
                 let mut f = f.into_inner().map_err(|e| e.into_error())?;
                 f.seek(SeekFrom::Start(0))?;
-                head.reserve_exact(self.len);
                 f.read_to_end(&mut head)?;
             }
         }
@@ -146,6 +166,7 @@ impl Spool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn large_text_goes_to_a_file_and_comes_back_whole() {
@@ -166,6 +187,36 @@ mod tests {
         assert!(budget.available_kib() < 1024 - 195);
         drop(held);
         assert_eq!(budget.available_kib(), 1024);
+        // More than the whole budget is granted as the whole budget.
+        let all = budget.take(10 << 20).await;
+        assert_eq!(budget.available_kib(), 0);
+        drop(all);
+    }
+
+    /// Two sessions that each hold their first part in RAM and both need
+    /// more than is left: the first to wait gives its part back, so both
+    /// finish (one after the other) instead of waiting for each other.
+    #[tokio::test]
+    async fn waiting_sessions_hold_no_memory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let budget = MemoryBudget::new(192 * 1024);
+        let mut a = Spool::new(tmp.path(), &budget);
+        let mut b = Spool::new(tmp.path(), &budget);
+        assert_eq!(budget.available_kib(), 64);
+        a.push_line(&[b'a'; 60_000]).unwrap();
+        b.push_line(&[b'b'; 60_000]).unwrap();
+        // Each record needs 100 KiB more than its text: more than is free.
+        let head = vec![b'h'; 100 * 1024];
+        let b_done = {
+            let budget = budget.clone();
+            let head = head.clone();
+            tokio::spawn(async move { b.finish(head, &budget).await.unwrap() })
+        };
+        let (rec_a, held_a) = tokio::time::timeout(Duration::from_secs(10), a.finish(head, &budget)).await.expect("a waits forever").unwrap();
+        assert!(rec_a.ends_with(b"aa\r\n"));
+        drop(held_a);
+        let (rec_b, _held_b) = tokio::time::timeout(Duration::from_secs(10), b_done).await.expect("b waits forever").unwrap();
+        assert!(rec_b.ends_with(b"bb\r\n"));
     }
 
     #[tokio::test]
