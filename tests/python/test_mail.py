@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from iolab.fastqueue import FastQueue
 
 
@@ -44,6 +43,7 @@ def serve(tmp: Path, *extra: str) -> tuple[subprocess.Popen, int]:
 def stop(proc: subprocess.Popen, tmp: Path) -> dict:
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)  # also closes the pipes
+    proc.stderr_text = err  # type: ignore[attr-defined]  # the server's log, for the tests that read it
     assert proc.returncode == 0, err
     return json.loads((tmp / "stats.json").read_text())
 
@@ -59,7 +59,7 @@ def wait_for(cond, timeout: float = 15.0) -> None:
 
 def test_serve_delivers_to_maildir_and_enforces_limits(tmp_path: Path) -> None:
     proc, port = serve(tmp_path, "--maildir", str(tmp_path / "mail"), "--max-recipients", "2",
-                       "--max-size", "20000", "--max-line", "200")
+                       "--max-size", "20000", "--max-line", "200", "--local-domain", "x")
     try:
         with smtplib.SMTP("127.0.0.1", port, timeout=10) as s:
             code, caps = s.ehlo("client.test")
@@ -93,7 +93,8 @@ def test_serve_delivers_to_maildir_and_enforces_limits(tmp_path: Path) -> None:
     finally:
         stats = stop(proc, tmp_path)
     assert stats["accepted"] == 2 and stats["delivered"] == 2 and stats["rejected"] == 2
-    assert stats["delivery_syncs"] == 4  # file + new/ per delivery
+    # Per delivery: file + new/; per new folder: its 4 directories' parents.
+    assert stats["delivery_syncs"] == 2 * (2 + 4)
 
 
 def test_unreachable_next_hop_retries_with_backoff_then_dead_letters(tmp_path: Path) -> None:
@@ -103,36 +104,39 @@ def test_unreachable_next_hop_retries_with_backoff_then_dead_letters(tmp_path: P
     try:
         t0 = time.monotonic()
         with smtplib.SMTP("127.0.0.1", port, timeout=10) as s:
-            s.sendmail("sender@x", ["rcpt@y"], "Message-ID: <r@test>\r\n\r\nbody\r\n")
-        wait_for(lambda: _has_record(tmp_path))
+            # The null sender: when the message gives up, no bounce is
+            # made (RFC 5321 section 4.5.5), so nothing else is queued.
+            s.sendmail("<>", ["rcpt@y"], "Message-ID: <r@test>\r\n\r\nbody\r\n")
+        wait_for(lambda: _dead_records(tmp_path) == 1)
         took = time.monotonic() - t0
     finally:
         stats = stop(proc, tmp_path)
-    # Two retries (0.2 s then 0.4 s) before the third failure dead-letters it.
+    # Two retries (0.2 s then 0.4 s) before the third failure bounces it.
     assert stats["retried"] == 2 and stats["dead"] == 1 and stats["delivered"] == 0, stats
+    assert stats["bounces"] == 0 and stats["queued"] == 0, stats
     assert took >= 0.6
-    bounce = read_dead(tmp_path)
-    assert bounce.startswith(b"IOLAB-MAIL 1\nF sender@x\nT rcpt@y\nB ")
+    (bounce,) = read_dead(tmp_path)
+    assert bounce.startswith(b"IOLAB-MAIL 1\nF \nT rcpt@y\nI ")
+    assert b"\nB <rcpt@y>: 4.4.1 connect to 127.0.0.1[127.0.0.1]:" in bounce
+    assert b"(gave up after 3 attempts)" in bounce
     assert b"\nA 3\n\n" in bounce and bounce.endswith(b"body\r\n")
 
 
-def _has_record(tmp: Path) -> bool:
-    """Whether the dead-letter queue's segments hold a record yet (the queue
-    is locked while the server runs, so its files are read directly)."""
-    for f in (tmp / "queue" / "dead").glob("seg-*.fq"):
-        if b"IOLAB-MAIL 1" in f.read_bytes():
-            return True
-    return False
+def _dead_records(tmp: Path) -> int:
+    """Records in the dead-letter queue's segments so far (the queue is
+    locked while the server runs, so its files are read directly)."""
+    return sum(f.read_bytes().count(b"IOLAB-MAIL 1\n") for f in (tmp / "queue" / "dead").glob("seg-*.fq"))
 
 
-def read_dead(tmp: Path) -> bytes:
+def read_dead(tmp: Path) -> list[bytes]:
     with FastQueue(tmp / "queue" / "dead") as q:
-        msgs = q.dequeue_batch(10)
-        assert len(msgs) == 1
-        return msgs[0].payload
+        return [m.payload for m in q.dequeue_batch(10)]
 
 
-def test_permanent_refusal_dead_letters_at_once(tmp_path: Path) -> None:
+def test_permanent_refusal_bounces_at_once(tmp_path: Path) -> None:
+    """A 5xx from the next hop bounces at once: a dead-letter record and a
+    DSN to the sender; the next hop refuses the DSN too (it refuses every
+    RCPT), which, from <>, is only recorded."""
     sink = shutil.which("smtp-sink") or ("/usr/sbin/smtp-sink" if os.path.exists("/usr/sbin/smtp-sink") else None)
     if sink is None:
         if os.environ.get("CI"):
@@ -147,15 +151,20 @@ def test_permanent_refusal_dead_letters_at_once(tmp_path: Path) -> None:
         try:
             with smtplib.SMTP("127.0.0.1", port, timeout=10) as s:
                 s.sendmail("sender@x", ["rcpt@y"], "Subject: p\r\n\r\nbody\r\n")
-            wait_for(lambda: _has_record(tmp_path))
+            wait_for(lambda: _dead_records(tmp_path) == 2)
         finally:
             stats = stop(proc, tmp_path)
+        log = proc.stderr_text  # type: ignore[attr-defined]
     finally:
         sink_proc.terminate()
         sink_proc.wait()
-    assert stats["dead"] == 1 and stats["retried"] == 0, stats
-    bounce = read_dead(tmp_path)
-    assert b"\nB 500 " in bounce and b"\nA 1\n" in bounce
+    assert stats["dead"] == 2 and stats["bounces"] == 1 and stats["retried"] == 0, stats
+    original, dsn = sorted(read_dead(tmp_path), key=lambda r: r.startswith(b"IOLAB-MAIL 1\nF \n"))
+    assert b"said: 500 " in original and b"(in reply to RCPT TO command)" in original and b"\nA 1\n" in original
+    assert dsn.startswith(b"IOLAB-MAIL 1\nF \nT sender@x\n") and b"report-type=delivery-status" in dsn
+    # Postfix's log lines (docs/mail.md, "Logs").
+    assert "status=bounced (host 127.0.0.1[127.0.0.1]" in log and "sender non-delivery notification:" in log
+    assert "from=<sender@x>, size=" in log and "nrcpt=1 (queue active)" in log
 
 
 def _listening(port: int) -> bool:
@@ -196,7 +205,7 @@ def test_bench_measures_the_machines_ceiling(iolab, tmp_path: Path) -> None:
     if which("smtp-source") is None and not os.environ.get("CI"):
         pytest.skip("smtp-source not installed (make deps)")
     out = tmp_path / "out"
-    ours = lambda: {p for p in os.listdir("/dev/shm") if p.startswith("iolab-mail-ceiling-")}  # noqa: E731
+    ours = lambda: {p for p in os.listdir("/dev/shm") if p.startswith("iolab-mail-ceiling-")}
     before = ours()
     r = iolab("mail", "bench", "--systems", "fastqueue,filedir", "--users", "10", "--messages", "100",
               "--reps", "1", "--no-loop", "--dir", str(tmp_path / "w"), "--ceiling", "--out", str(out))

@@ -1,10 +1,24 @@
-//! Delivery: one reader takes messages from the queue in groups (one
-//! grouped prefetch per call), `delivery_concurrency` tasks deliver them
-//! (Maildir or SMTP relay), and one acknowledger gathers the outcomes:
-//! delivered messages are acknowledged together (one durable write for
-//! many), temporary failures go to the retry queue with exponential
-//! backoff, permanent failures and messages out of attempts go to the
-//! dead-letter queue with a bounce record.
+//! Delivery, Postfix's queue manager and delivery agents in one: one
+//! reader takes messages from the queue in groups (one grouped prefetch
+//! per call), `delivery_concurrency` tasks deliver them (Maildir or SMTP
+//! relay), and one acknowledger settles each attempt from its
+//! per-recipient results (`status.rs`), as Postfix's qmgr does:
+//!
+//! - every recipient sent (or bounced): the message is finished and
+//!   acknowledged; the plain all-sent case is acknowledged in groups (one
+//!   durable write for many);
+//! - recipients bounced (a 5xx, or out of attempts): a DSN goes to the
+//!   sender (`dsn.rs`, RFC 3464; none for `<>`) and a record of them to the
+//!   dead-letter queue, before the original is acknowledged;
+//! - every recipient deferred (a 4xx, a broken connection, a timeout, a
+//!   panic): the message goes to the retry queue with exponential backoff;
+//! - some deferred, others sent or bounced: a new record for only the
+//!   deferred recipients (same queue id, its attempt count, a not-before
+//!   time for the backoff) is stored, then the original acknowledged, so
+//!   the recipients already done are not sent again (issue 26, defect 5).
+//!
+//! Every result is logged as Postfix's delivery agents log it
+//! (`to=<...>, relay=..., delay=..., dsn=..., status=... (reply)`).
 //!
 //! A semaphore of `max_in_flight` permits bounds the messages taken and not
 //! yet acknowledged: after a crash, at most that many are delivered again
@@ -21,13 +35,17 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch, Mutex, Semaphore};
 use tokio::time::MissedTickBehavior;
+use tracing::{info, warn};
 
 use crate::config::Delivery;
-use crate::envelope::Envelope;
-use crate::maildir::{self, MaildirError};
-use crate::relay::{Failure, Relay};
-use crate::server::Shared;
+use crate::dsn;
+use crate::envelope::{now_ms, since_ms, Envelope};
+use crate::maildir;
+use crate::relay::{relay_name, Failure, Relay};
+use crate::shared::Shared;
+use crate::spool::Held;
 use crate::stats::Stats;
+use crate::status::{Attempt, RcptResult, Status};
 use crate::store::Taken;
 
 /// How long the reader waits for mail before it looks at the stop flag.
@@ -35,15 +53,34 @@ const TAKE_WAIT: Duration = Duration::from_millis(100);
 /// Acknowledgements gathered into one queue call at most.
 const ACK_GROUP: usize = 1024;
 
+/// What became of one taken record.
+enum Outcome {
+    /// Delivery was tried: one result per recipient.
+    Attempted(Attempt),
+    /// No recipient got a result of its own (a panic, a timeout, a record
+    /// that is not mail).
+    Failed(Failure),
+    /// A rewritten record whose backoff has not run out: back to the
+    /// retry queue for this long, no attempt made.
+    NotYet(Duration),
+}
+
+/// A taken record and the memory it holds until it is settled.
+struct Work {
+    taken: Taken,
+    held: Held,
+}
+
 struct Done {
     taken: Arc<Taken>,
-    result: Result<(), Failure>,
+    outcome: Outcome,
+    _held: Held,
 }
 
 /// Runs until `stop` is set, then finishes the messages already taken.
 pub(crate) async fn run(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(sh.cfg.max_in_flight));
-    let (work_tx, work_rx) = mpsc::channel::<Taken>(sh.cfg.delivery_batch.max(sh.cfg.delivery_concurrency));
+    let (work_tx, work_rx) = mpsc::channel::<Work>(sh.cfg.delivery_batch.max(sh.cfg.delivery_concurrency));
     let work_rx = Arc::new(Mutex::new(work_rx));
     let (done_tx, done_rx) = mpsc::unbounded_channel::<Done>();
     let acker = tokio::spawn(acknowledge(sh.clone(), done_rx, permits.clone()));
@@ -70,7 +107,7 @@ pub(crate) async fn run(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         let got = match tokio::task::spawn_blocking(move || queue.take(want, TAKE_WAIT)).await {
             Ok(Ok(got)) => got,
             Ok(Err(e)) => {
-                eprintln!("iolab-mail: delivery: queue: {e}");
+                warn!(target: "qmgr", "delivery: queue: {e}");
                 permits.add_permits(want);
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
@@ -81,8 +118,12 @@ pub(crate) async fn run(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             }
         };
         permits.add_permits(want - got.len());
-        for t in got {
-            if work_tx.send(t).await.is_err() {
+        for taken in got {
+            // Taken records count against the same memory budget as the
+            // sessions' text (spool.rs): a batch of large messages waits
+            // here instead of growing the process.
+            let held = sh.memory.take(taken.record.len()).await;
+            if work_tx.send(Work { taken, held }).await.is_err() {
                 break;
             }
         }
@@ -104,16 +145,22 @@ fn new_relay(sh: &Shared) -> Option<Relay> {
 
 /// One of `delivery_concurrency` workers: takes the next message, has it
 /// delivered by [`supervise`], reports the outcome.
-async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Taken>>>, done: mpsc::UnboundedSender<Done>) {
+async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Work>>>, done: mpsc::UnboundedSender<Done>) {
     let mut relay = new_relay(&sh);
     loop {
         let next = work.lock().await.recv().await;
-        let Some(taken) = next else { break };
+        let Some(Work { taken, held }) = next else { break };
         let taken = Arc::new(taken);
-        let (result, back) = supervise(&sh, taken.clone(), relay.take()).await;
-        // A task that panicked or was cut took its connection with it.
-        relay = back.or_else(|| new_relay(&sh));
-        if done.send(Done { taken, result }).is_err() {
+        let not_before = Envelope::decode(&taken.record).map_or(0, |(env, _)| env.not_before_ms);
+        let outcome = if not_before > now_ms() {
+            Outcome::NotYet(Duration::from_millis(not_before - now_ms()))
+        } else {
+            let (outcome, back) = supervise(&sh, taken.clone(), relay.take()).await;
+            // A task that panicked or was cut took its connection with it.
+            relay = back.or_else(|| new_relay(&sh));
+            outcome
+        };
+        if done.send(Done { taken, outcome, _held: held }).is_err() {
             break;
         }
     }
@@ -126,11 +173,11 @@ async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Taken>>>, done: 
 /// - after `delivery_timeout` it cuts the delivery (a hung next hop or
 ///   disk): a temporary failure, retried with backoff;
 /// - if the task panics, the message is a temporary failure too (retried,
-///   and after `max_attempts` dead-lettered: a message that always panics
-///   its deliverer cannot loop forever) and the worker goes on with a new
+///   and after `max_attempts` bounced: a message that always panics its
+///   deliverer cannot loop forever) and the worker goes on with a new
 ///   task and connection. Either way the outcome reaches the acknowledger,
 ///   which returns the message's in-flight permit.
-async fn supervise(sh: &Arc<Shared>, taken: Arc<Taken>, relay: Option<Relay>) -> (Result<(), Failure>, Option<Relay>) {
+async fn supervise(sh: &Arc<Shared>, taken: Arc<Taken>, relay: Option<Relay>) -> (Outcome, Option<Relay>) {
     let id = taken.id;
     let mut task = tokio::spawn(deliver_one(sh.clone(), taken, relay));
     let every = sh.cfg.visibility_timeout / 3;
@@ -146,23 +193,23 @@ async fn supervise(sh: &Arc<Shared>, taken: Arc<Taken>, relay: Option<Relay>) ->
                 Err(e) if e.is_panic() => {
                     Stats::add(&sh.stats.delivery_panics, 1);
                     let why = panic_text(e.into_panic());
-                    eprintln!("iolab-mail: delivery of message {id} panicked ({why}); retrying it with a new task");
-                    (Err(Failure::Temporary(format!("delivery task panicked: {why}"))), None)
+                    warn!(target: "qmgr", "delivery of queue record {id} panicked ({why}); retrying it with a new task");
+                    (Outcome::Failed(Failure::Temporary(format!("delivery task panicked: {why}"))), None)
                 }
-                Err(e) => (Err(Failure::Temporary(format!("delivery task: {e}"))), None),
+                Err(e) => (Outcome::Failed(Failure::Temporary(format!("delivery task: {e}"))), None),
             },
             _ = renew.tick(), if renewing => match sh.queue.renew(id) {
                 Ok(true) => Stats::add(&sh.stats.visibility_renewals, 1),
                 // The deadline passed (the runtime did not get to renew
                 // in time) and another delivery has it: both may arrive.
                 Ok(false) => renewing = false,
-                Err(e) => eprintln!("iolab-mail: renew the visibility of message {id}: {e}"),
+                Err(e) => warn!(target: "qmgr", "renew the visibility of queue record {id}: {e}"),
             },
             _ = &mut cut => {
                 task.abort();
                 Stats::add(&sh.stats.delivery_timeouts, 1);
                 let limit = sh.cfg.delivery_timeout.as_secs_f64();
-                return (Err(Failure::Temporary(format!("delivery took longer than {limit} s"))), None);
+                return (Outcome::Failed(Failure::Temporary(format!("delivery took longer than {limit} s"))), None);
             }
         }
     }
@@ -176,39 +223,61 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Delivers one message; gives back the relay connection for the next.
-async fn deliver_one(sh: Arc<Shared>, taken: Arc<Taken>, mut relay: Option<Relay>) -> (Result<(), Failure>, Option<Relay>) {
+async fn deliver_one(sh: Arc<Shared>, taken: Arc<Taken>, mut relay: Option<Relay>) -> (Outcome, Option<Relay>) {
     #[cfg(test)]
     tests::maybe_panic(&taken.record);
-    let result = match (&sh.cfg.delivery, relay.as_mut()) {
+    let outcome = match (&sh.cfg.delivery, relay.as_mut()) {
         (_, Some(r)) => match Envelope::decode(&taken.record) {
-            Err(why) => Err(not_mail(taken.id, why)),
-            Ok((env, message)) => r.send(&env, message).await,
+            Err(why) => Outcome::Failed(not_mail(taken.id, why)),
+            Ok((env, message)) => Outcome::Attempted(r.send(&env, message).await),
         },
         (Delivery::Maildir(root), None) => {
             let root = root.clone();
-            let t = taken.clone();
+            let (t, sh2) = (taken.clone(), sh.clone());
             let written = tokio::task::spawn_blocking(move || match Envelope::decode(&t.record) {
-                Err(why) => Err(MaildirError::Permanent(not_mail(t.id, why).reason().to_string())),
-                Ok((env, message)) => maildir::deliver(&root, &env, message),
+                Err(why) => Err(not_mail(t.id, why)),
+                Ok((env, message)) => Ok(maildir::deliver(&root, &env, message, |d| sh2.cfg.is_local_domain(d))),
             });
             match written.await {
                 Ok(Ok(o)) => {
                     Stats::add(&sh.stats.delivery_syncs, o.syncs);
-                    Ok(())
+                    Outcome::Attempted(o.attempt)
                 }
-                Ok(Err(MaildirError::Permanent(s))) => Err(Failure::Permanent(s)),
-                Ok(Err(MaildirError::Temporary(s))) => Err(Failure::Temporary(s)),
+                Ok(Err(f)) => Outcome::Failed(f),
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => Err(Failure::Temporary(e.to_string())),
+                Err(e) => Outcome::Failed(Failure::Temporary(e.to_string())),
             }
         }
         (Delivery::Relay(_), None) => unreachable!("relay workers have a connection"),
     };
-    (result, relay)
+    (outcome, relay)
 }
 
 fn not_mail(id: u64, why: impl std::fmt::Display) -> Failure {
     Failure::Permanent(format!("queue record {id} is not a mail record: {why}"))
+}
+
+/// The queue id a record's log lines carry (the queue's numeric id for a
+/// record written before queue ids existed).
+fn queue_id_of(env: &Envelope, id: u64) -> String {
+    if env.queue_id.is_empty() {
+        format!("Q{id:X}")
+    } else {
+        env.queue_id.clone()
+    }
+}
+
+/// Postfix's delivery line (its smtp(8) and local(8) write the same).
+fn log_result(qid: &str, relay: &str, delay: Duration, r: &RcptResult) {
+    info!(
+        target: "delivery",
+        "{qid}: to=<{}>, relay={relay}, delay={:.2}, dsn={}, status={} ({})",
+        r.rcpt,
+        delay.as_secs_f64(),
+        r.dsn,
+        r.status.word(),
+        r.reason,
+    );
 }
 
 async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, permits: Arc<Semaphore>) {
@@ -222,58 +291,158 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
         }
         let mut delivered = Vec::new();
         for d in batch {
-            match d.result {
-                Ok(()) => delivered.push(d.taken.id),
-                Err(failure) => {
-                    give_back(&sh, d.taken, failure).await;
-                    permits.add_permits(1);
+            let all_sent = matches!(&d.outcome, Outcome::Attempted(a) if a.results.iter().all(|r| r.status == Status::Sent));
+            if all_sent {
+                let Outcome::Attempted(a) = &d.outcome else { unreachable!() };
+                let env = Envelope::decode(&d.taken.record).map(|(e, _)| e).unwrap_or_default();
+                let qid = queue_id_of(&env, d.taken.id);
+                let delay = since_ms(env.arrival_ms);
+                for r in &a.results {
+                    log_result(&qid, &a.relay, delay, r);
                 }
+                Stats::add(&sh.stats.rcpt_sent, a.results.len() as u64);
+                delivered.push((d.taken.id, qid));
+                continue;
             }
+            settle(&sh, d.taken, d.outcome).await;
+            permits.add_permits(1);
         }
         if delivered.is_empty() {
             continue;
         }
         let n = delivered.len();
+        let ids: Vec<u64> = delivered.iter().map(|d| d.0).collect();
         let queue = sh.queue.clone();
-        match tokio::task::spawn_blocking(move || queue.ack(&delivered)).await {
-            Ok(Ok(())) => Stats::add(&sh.stats.delivered, n as u64),
+        match tokio::task::spawn_blocking(move || queue.ack(&ids)).await {
+            Ok(Ok(())) => {
+                Stats::add(&sh.stats.delivered, n as u64);
+                for (_, qid) in &delivered {
+                    info!(target: "qmgr", "{qid}: removed");
+                }
+            }
             // Not acknowledged: delivered again after a restart.
-            Ok(Err(e)) => eprintln!("iolab-mail: acknowledge: {e}"),
-            Err(e) => eprintln!("iolab-mail: acknowledge: {e}"),
+            Ok(Err(e)) => warn!(target: "qmgr", "acknowledge: {e}"),
+            Err(e) => warn!(target: "qmgr", "acknowledge: {e}"),
         }
         permits.add_permits(n);
     }
 }
 
-/// A failed delivery: retry later, or dead-letter it with a bounce record.
-async fn give_back(sh: &Arc<Shared>, taken: Arc<Taken>, failure: Failure) {
-    let attempts = taken.attempts + 1;
-    let give_up = matches!(failure, Failure::Permanent(_)) || attempts >= sh.cfg.max_attempts;
+/// Attempts made on this record's message so far, this one not counted:
+/// the queue's count of give-backs plus what a rewritten record carries
+/// (less the one give-back of its not-before wait, `Outcome::NotYet`).
+fn attempts_before(taken: &Taken, env: &Envelope) -> u32 {
+    let early = u32::from(env.not_before_ms != 0).min(taken.attempts);
+    env.attempts.saturating_add(taken.attempts - early)
+}
+
+/// Everything but the all-sent case: see the module documentation.
+async fn settle(sh: &Arc<Shared>, taken: Arc<Taken>, outcome: Outcome) {
     let sh2 = sh.clone();
-    let outcome = tokio::task::spawn_blocking(move || -> crate::error::Result<bool> {
-        if !give_up {
-            sh2.queue.retry(taken.id, sh2.cfg.backoff(attempts))?;
-            return Ok(false);
-        }
-        let (mut env, message) = match Envelope::decode(&taken.record) {
-            Ok((env, message)) => (env, message.to_vec()),
-            Err(_) => (Envelope { rcpts: vec!["unknown".into()], ..Default::default() }, taken.record.to_vec()),
-        };
-        env.bounce = Some(failure.reason().to_string());
-        env.attempts = attempts;
-        // The bounce record is durable before the original is deleted: a
-        // crash between the two leaves both (one duplicate dead letter).
-        sh2.dead.enqueue(&env.encode(&message))?;
-        sh2.queue.ack(&[taken.id])?;
-        Ok(true)
-    })
-    .await;
-    match outcome {
-        Ok(Ok(true)) => Stats::add(&sh.stats.dead, 1),
-        Ok(Ok(false)) => Stats::add(&sh.stats.retried, 1),
-        Ok(Err(e)) => eprintln!("iolab-mail: retry/dead-letter: {e}"),
-        Err(e) => eprintln!("iolab-mail: retry/dead-letter: {e}"),
+    let r = tokio::task::spawn_blocking(move || settle_blocking(&sh2, &taken, outcome)).await;
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => warn!(target: "qmgr", "retry/bounce: {e}"),
+        Err(e) => warn!(target: "qmgr", "retry/bounce: {e}"),
     }
+}
+
+fn settle_blocking(sh: &Shared, taken: &Taken, outcome: Outcome) -> crate::error::Result<()> {
+    if let Outcome::NotYet(wait) = outcome {
+        return sh.queue.retry(taken.id, wait);
+    }
+    let relay = match &sh.cfg.delivery {
+        Delivery::Relay(a) => relay_name(*a),
+        Delivery::Maildir(_) => "local".to_string(),
+    };
+    let (env, message) = match Envelope::decode(&taken.record) {
+        Ok((env, message)) => (env, message),
+        Err(why) => {
+            // Not mail: nobody to tell; kept for the operator.
+            warn!(target: "qmgr", "queue record {}: not a mail record ({why}): moved to the dead-letter queue", taken.id);
+            let env = Envelope { rcpts: vec!["unknown".into()], bounce: Some(why), ..Default::default() };
+            sh.dead.enqueue(&env.encode(&taken.record))?;
+            sh.queue.ack(&[taken.id])?;
+            Stats::add(&sh.stats.dead, 1);
+            return Ok(());
+        }
+    };
+    let qid = queue_id_of(&env, taken.id);
+    let attempts = attempts_before(taken, &env).saturating_add(1);
+    let mut attempt = match outcome {
+        Outcome::Attempted(a) => a,
+        Outcome::Failed(Failure::Temporary(why)) => Attempt::all(&relay, &env.rcpts, "4.3.0", &why),
+        Outcome::Failed(Failure::Permanent(why)) => Attempt::all(&relay, &env.rcpts, "5.3.0", &why),
+        Outcome::NotYet(_) => unreachable!("handled above"),
+    };
+    if attempts >= sh.cfg.max_attempts {
+        // Postfix's maximal_queue_lifetime, counted in attempts: what is
+        // still deferred is returned to the sender, with its last reason.
+        for r in attempt.results.iter_mut().filter(|r| r.status == Status::Deferred) {
+            r.status = Status::Bounced;
+            r.reason = format!("{} (gave up after {attempts} attempts)", r.reason);
+        }
+    }
+    let delay = since_ms(env.arrival_ms);
+    for r in &attempt.results {
+        log_result(&qid, &attempt.relay, delay, r);
+    }
+    let count = |s: Status| attempt.with(s).count() as u64;
+    let (sent, deferred, bounced) = (count(Status::Sent), count(Status::Deferred), count(Status::Bounced));
+    Stats::add(&sh.stats.rcpt_sent, sent);
+    Stats::add(&sh.stats.rcpt_bounced, bounced);
+    if deferred > 0 && sent == 0 && bounced == 0 {
+        sh.queue.retry(taken.id, sh.cfg.backoff(attempts))?;
+        Stats::add(&sh.stats.retried, 1);
+        return Ok(());
+    }
+    // The original is finished: what must outlive it is stored first (a
+    // crash in between repeats it, never loses it).
+    if bounced > 0 {
+        let failed: Vec<&RcptResult> = attempt.with(Status::Bounced).collect();
+        let reasons: Vec<String> = failed.iter().map(|r| format!("<{}>: {} {}", r.rcpt, r.dsn, r.reason)).collect();
+        let dead = Envelope {
+            rcpts: failed.iter().map(|r| r.rcpt.clone()).collect(),
+            bounce: Some(reasons.join("; ")),
+            attempts,
+            ..env.clone()
+        };
+        sh.dead.enqueue(&dead.encode(message))?;
+        Stats::add(&sh.stats.dead, 1);
+        let remote = match &sh.cfg.delivery {
+            Delivery::Relay(a) => Some(format!("[{}]", a.ip())),
+            Delivery::Maildir(_) => None,
+        };
+        match dsn::bounce(&sh.cfg.hostname, &env, message, &failed, remote.as_deref()) {
+            Some((dsn_env, text)) => {
+                sh.queue.enqueue(&dsn_env.encode(&text))?;
+                Stats::add(&sh.stats.bounces, 1);
+                info!(target: "bounce", "{qid}: sender non-delivery notification: {}", dsn_env.queue_id);
+                info!(
+                    target: "qmgr",
+                    "{}: from=<>, size={}, nrcpt=1 (queue active)",
+                    dsn_env.queue_id,
+                    text.len()
+                );
+            }
+            None => info!(target: "bounce", "{qid}: no notification: the sender is <>"),
+        }
+    }
+    if deferred > 0 {
+        let rest = Envelope {
+            rcpts: attempt.with(Status::Deferred).map(|r| r.rcpt.clone()).collect(),
+            attempts,
+            not_before_ms: now_ms() + sh.cfg.backoff(attempts).as_millis() as u64,
+            ..env.clone()
+        };
+        sh.queue.enqueue(&rest.encode(message))?;
+        Stats::add(&sh.stats.retried, 1);
+    }
+    sh.queue.ack(&[taken.id])?;
+    if deferred == 0 {
+        info!(target: "qmgr", "{qid}: removed");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -316,6 +485,7 @@ mod tests {
             let mut c = ServerConfig::new("127.0.0.1:0".parse().unwrap(), choice, tmp.path().join("q"), Delivery::Maildir(mail.clone()));
             c.segment_size = 16 << 20;
             c.max_message_bytes = 1 << 20;
+            c.local_domains = vec!["iolab.test".into()];
             c.delivery_concurrency = 1;
             c.max_in_flight = 1;
             c.retry_base = Duration::from_millis(50);

@@ -1,28 +1,32 @@
 //! Final delivery into Maildir folders (<https://cr.yp.to/proto/maildir.html>):
 //! write the message under `tmp/` with a unique name, `fsync` it, rename it
-//! into `new/`, `fsync` `new/` so that the rename is durable. Only then is
-//! the queue's copy acknowledged.
+//! into `new/`, `fsync` `new/` so that the rename is durable. A folder
+//! created for a new recipient is made durable too: each directory made
+//! (`name/`, then its `tmp/`, `new/`, `cur/`) is followed by an `fsync` of
+//! its parent, or a crash could lose the folder, and with it a message
+//! already acknowledged (issue 26, defect 7). Only then is the queue's
+//! copy acknowledged.
+//!
+//! Each recipient gets its own result (as Postfix's local(8) reports per
+//! recipient): a failure for one does not fail the others.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::address::{mailbox_name, ForwardPath};
 use crate::envelope::Envelope;
-use crate::session::mailbox_name;
+use crate::status::{Attempt, RcptResult};
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// What a Maildir delivery did.
+/// What a Maildir delivery did, besides its per-recipient results.
 pub(crate) struct MaildirOutcome {
+    /// Per recipient.
+    pub attempt: Attempt,
     /// `fsync` calls made.
     pub syncs: u64,
-}
-
-/// A failure: permanent (no such mailbox name) or temporary (I/O).
-pub(crate) enum MaildirError {
-    Permanent(String),
-    Temporary(String),
 }
 
 fn unique_name() -> String {
@@ -37,42 +41,118 @@ fn unique_name() -> String {
     )
 }
 
-fn folder(root: &Path, rcpt: &str) -> Result<PathBuf, MaildirError> {
-    let name = mailbox_name(rcpt).ok_or_else(|| MaildirError::Permanent(format!("550 5.1.1 <{rcpt}>: not a local mailbox name")))?;
+fn sync_dir(p: &Path) -> std::io::Result<()> {
+    File::open(p)?.sync_all()
+}
+
+/// Makes `dir` if it is missing and makes that durable (`fsync` of its
+/// parent); returns the `fsync`s made.
+pub(crate) fn make_dir_durable(dir: &Path) -> std::io::Result<u64> {
+    match fs::create_dir(dir) {
+        Ok(()) => {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            sync_dir(parent)?;
+            Ok(1)
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && dir.is_dir() => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// The recipient's folder, made (durably) if new.
+fn folder(root: &Path, name: &str, syncs: &mut u64) -> std::io::Result<PathBuf> {
     let dir = root.join(name);
-    for sub in ["tmp", "new", "cur"] {
-        let p = dir.join(sub);
-        if !p.is_dir() {
-            fs::create_dir_all(&p).map_err(|e| MaildirError::Temporary(format!("{}: {e}", p.display())))?;
+    if !dir.join("cur").is_dir() {
+        *syncs += make_dir_durable(&dir)?;
+        for sub in ["tmp", "new", "cur"] {
+            *syncs += make_dir_durable(&dir.join(sub))?;
         }
     }
     Ok(dir)
 }
 
-/// Delivers `message` to every recipient's folder under `root`. Recipients
-/// before a failure keep their copy (a retry delivers to them again: the
-/// at-least-once rule of docs/mail.md).
-pub(crate) fn deliver(root: &Path, env: &Envelope, message: &[u8]) -> Result<MaildirOutcome, MaildirError> {
+/// Writes one copy; the number of `fsync`s.
+fn write_copy(dir: &Path, head: &str, message: &[u8]) -> std::io::Result<u64> {
+    let name = unique_name();
+    let tmp = dir.join("tmp").join(&name);
+    let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    f.write_all(head.as_bytes())?;
+    f.write_all(message)?;
+    f.sync_all()?;
+    drop(f);
+    fs::rename(&tmp, dir.join("new").join(&name))?;
+    sync_dir(&dir.join("new"))?;
+    Ok(2)
+}
+
+/// Delivers `message` to every recipient's folder under `root`, each with
+/// its own result. Recipients that got their copy before a crash get it
+/// again on the retry (the at-least-once rule of docs/mail.md).
+/// `is_local` says which domains are delivered here: a bounce to a
+/// sender elsewhere has no folder here (Maildir delivery sends nothing on).
+pub(crate) fn deliver(root: &Path, env: &Envelope, message: &[u8], is_local: impl Fn(&str) -> bool) -> MaildirOutcome {
     let mut syncs = 0;
+    let mut results = Vec::with_capacity(env.rcpts.len());
     for rcpt in &env.rcpts {
-        let dir = folder(root, rcpt)?;
-        let name = unique_name();
-        let tmp = dir.join("tmp").join(&name);
-        let dest = dir.join("new").join(&name);
-        let temp = |what: &str, p: &Path, e: std::io::Error| MaildirError::Temporary(format!("{what} {}: {e}", p.display()));
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| temp("create", &tmp, e))?;
+        let path = ForwardPath::parse(rcpt).ok();
+        if let Some(ForwardPath::Mailbox(m)) = &path {
+            if !is_local(&m.domain) {
+                results.push(RcptResult::new(rcpt, "5.1.2", format!("<{rcpt}>: domain {} is not delivered here", m.domain)));
+                continue;
+            }
+        }
+        let name = path.as_ref().and_then(mailbox_name);
+        let Some(name) = name else {
+            results.push(RcptResult::new(rcpt, "5.1.1", format!("<{rcpt}>: not a local mailbox name")));
+            continue;
+        };
         // Return-Path and Delivered-To are added at final delivery, as
         // Postfix's local(8) does.
         let head = format!("Return-Path: <{}>\r\nDelivered-To: {}\r\n", env.from, rcpt);
-        f.write_all(head.as_bytes())
-            .and_then(|_| f.write_all(message))
-            .map_err(|e| temp("write", &tmp, e))?;
-        f.sync_all().map_err(|e| temp("fsync", &tmp, e))?;
-        drop(f);
-        fs::rename(&tmp, &dest).map_err(|e| temp("rename", &dest, e))?;
-        let new = dir.join("new");
-        File::open(&new).and_then(|d| d.sync_all()).map_err(|e| temp("fsync", &new, e))?;
-        syncs += 2;
+        let done = folder(root, &name, &mut syncs).and_then(|dir| write_copy(&dir, &head, message));
+        results.push(match done {
+            Ok(n) => {
+                syncs += n;
+                RcptResult::new(rcpt, "2.0.0", format!("delivered to maildir {name}"))
+            }
+            // Out of space or quota: Postfix's local(8) defers (4.2.2 /
+            // 4.3.0); any other I/O error is also worth a retry.
+            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) || e.raw_os_error() == Some(libc::EDQUOT) => {
+                RcptResult::new(rcpt, "4.2.2", format!("maildir {name}: {e}"))
+            }
+            Err(e) => RcptResult::new(rcpt, "4.3.0", format!("maildir {name}: {e}")),
+        });
     }
-    Ok(MaildirOutcome { syncs })
+    MaildirOutcome { attempt: Attempt { relay: "local".into(), results }, syncs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::Status;
+
+    /// One recipient whose folder cannot be made does not fail the others.
+    #[test]
+    fn each_recipient_has_its_own_result() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        // A regular file where bob's folder would go.
+        fs::write(root.join("bob"), b"in the way").unwrap();
+        let env = Envelope {
+            from: "s@x.example".into(),
+            rcpts: vec!["alice@x.example".into(), "bob@x.example".into(), "\"a b\"@x.example".into(), "postmaster".into()],
+            ..Default::default()
+        };
+        let out = deliver(root, &env, b"Subject: t\r\n\r\nhi\r\n", |d| d == "x.example");
+        let got: Vec<Status> = out.attempt.results.iter().map(|r| r.status).collect();
+        assert_eq!(got, [Status::Sent, Status::Deferred, Status::Bounced, Status::Sent]);
+        assert_eq!(fs::read_dir(root.join("alice/new")).unwrap().count(), 1);
+        assert_eq!(fs::read_dir(root.join("postmaster/new")).unwrap().count(), 1);
+        // alice and postmaster: 4 directories made (each a parent fsync),
+        // then the file and new/.
+        assert_eq!(out.syncs, 2 * 6, "{}", out.syncs);
+        let elsewhere = Envelope { rcpts: vec!["alice@y.example".into()], ..env };
+        let out = deliver(root, &elsewhere, b"x\r\n", |d| d == "x.example");
+        assert_eq!(out.attempt.results[0].dsn, "5.1.2");
+    }
 }

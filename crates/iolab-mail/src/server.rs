@@ -6,7 +6,9 @@
 //! acknowledged; then the queues are closed. Whatever is still queued
 //! stays on disk for the next start.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -14,23 +16,16 @@ use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::{watch, Notify};
 
-use crate::config::ServerConfig;
+use crate::config::{Delivery, QueueChoice, ServerConfig};
 use crate::error::{MailError, Result};
 use crate::commit::Committer;
+use crate::shared::Shared;
+use crate::spool::MemoryBudget;
 use crate::stats::{Stats, StatsSnapshot};
 use crate::store::{self, MailQueue, QueueIo};
 
-/// What sessions and delivery workers share.
-pub(crate) struct Shared {
-    pub(crate) cfg: ServerConfig,
-    pub(crate) queue: Arc<dyn MailQueue>,
-    pub(crate) dead: Arc<dyn MailQueue>,
-    pub(crate) stats: Arc<Stats>,
-    /// For a group-committing queue: the committer threads sessions hand
-    /// their records to (else each session's enqueue runs on a blocking
-    /// thread of its own, as the file-per-message queue needs).
-    pub(crate) committer: Option<Committer>,
-}
+/// The file every FastQueue directory holds (crates/fastqueue/src/manifest.rs).
+const FASTQUEUE_MANIFEST: &str = "MANIFEST";
 
 /// Listen backlog: many clients connect at once (the paper's 5,000 users);
 /// the kernel caps it at `net.core.somaxconn`.
@@ -82,6 +77,7 @@ impl MailServer {
     /// come back before anything runs.
     pub fn start(cfg: ServerConfig) -> Result<MailServer> {
         cfg.validate()?;
+        check_paths(&cfg)?;
         raise_nofile_limit();
         let queue: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("main"), true)?.into();
         let dead: Arc<dyn MailQueue> = store::open(&cfg, &cfg.queue_dir.join("dead"), false)?.into();
@@ -101,7 +97,10 @@ impl MailServer {
             Some(fq) => Some(Committer::start(fq).map_err(|e| MailError::io("spawn the committer threads", e))?),
             None => None,
         };
-        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()), committer });
+        let spool_dir = cfg.queue_dir.join("spool");
+        let memory = MemoryBudget::new(cfg.message_memory);
+        tracing::info!(target: "master", "daemon started -- listening on {local_addr}, {}", describe(&cfg));
+        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()), committer, memory, spool_dir });
         let (stop, stop_rx) = watch::channel(false);
         let finish = Arc::new(Finish::default());
         let (sh, fin) = (shared.clone(), finish.clone());
@@ -177,14 +176,108 @@ impl Drop for MailServer {
     }
 }
 
-/// Decrements the open-session count when a session ends.
-struct SessionGuard(Arc<Shared>, Arc<Notify>);
+/// Sessions open per client address (the per-client limit).
+type PerClient = Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>;
+
+/// Decrements the open-session counts when a session ends.
+struct SessionGuard(Arc<Shared>, Arc<Notify>, PerClient, IpAddr);
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
+        {
+            let mut per = self.2.lock().unwrap();
+            if let Some(n) = per.get_mut(&self.3) {
+                *n -= 1;
+                if *n == 0 {
+                    per.remove(&self.3);
+                }
+            }
+        }
         self.0.stats.sessions_open.fetch_sub(1, Ordering::AcqRel);
         self.1.notify_waiters();
     }
+}
+
+/// Who may relay, for the start line.
+fn describe(cfg: &ServerConfig) -> String {
+    match &cfg.delivery {
+        Delivery::Maildir(root) => {
+            let mut local = vec![cfg.hostname.clone(), "localhost".into()];
+            local.extend(cfg.local_domains.iter().cloned());
+            format!("delivering to Maildir {} for domains {}", root.display(), local.join(", "))
+        }
+        Delivery::Relay(next) => {
+            let nets: Vec<String> = cfg.mynetworks.iter().map(|n| n.to_string()).collect();
+            let domains = if cfg.relay_domains.is_empty() { "none".to_string() } else { cfg.relay_domains.join(", ") };
+            format!(
+                "relaying to {next} for clients in {} and, from anyone, to domains: {domains}{}",
+                nets.join(", "),
+                if cfg.open_relay { " (OPEN RELAY: --open-relay)" } else { "" }
+            )
+        }
+    }
+}
+
+/// Checks at start what `validate` cannot see without the file system:
+/// that the Maildir root is a directory we can write in (not a regular
+/// file, not under /proc or /sys: mail would be answered 250 and then
+/// retried forever), and that the queue directory does not hold the other
+/// kind of queue (its mail would be stranded silently). Makes the queue's
+/// spool directory and empties it.
+fn check_paths(cfg: &ServerConfig) -> Result<()> {
+    let conf = |m: String| MailError::Config(m);
+    let main = cfg.queue_dir.join("main");
+    let holds_fastqueue = main.join(FASTQUEUE_MANIFEST).exists();
+    let holds_filedir = main.join("msg").is_dir();
+    match cfg.queue {
+        QueueChoice::FileDir if holds_fastqueue => {
+            return Err(conf(format!(
+                "queue {}: holds a FastQueue queue; --queue filedir would leave its mail undelivered (use --queue fastqueue)",
+                main.display()
+            )))
+        }
+        QueueChoice::Fast if holds_filedir => {
+            return Err(conf(format!(
+                "queue {}: holds a file-per-message queue; --queue fastqueue would leave its mail undelivered (use --queue filedir)",
+                main.display()
+            )))
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(&cfg.queue_dir).map_err(|e| MailError::io(format!("queue {}", cfg.queue_dir.display()), e))?;
+    let spool = cfg.queue_dir.join("spool");
+    std::fs::create_dir_all(&spool).map_err(|e| MailError::io(format!("spool {}", spool.display()), e))?;
+    if let Ok(entries) = std::fs::read_dir(&spool) {
+        for e in entries.flatten() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    if let Delivery::Maildir(root) = &cfg.delivery {
+        check_maildir(root).map_err(|why| conf(format!("maildir {}: {why}", root.display())))?;
+    }
+    Ok(())
+}
+
+fn check_maildir(root: &Path) -> std::result::Result<(), String> {
+    let abs = std::path::absolute(root).map_err(|e| e.to_string())?;
+    for pseudo in ["/proc", "/sys", "/dev"] {
+        if abs.starts_with(pseudo) {
+            return Err(format!("is under {pseudo}, which holds no files for mail"));
+        }
+    }
+    if abs.exists() && !abs.is_dir() {
+        return Err("exists and is not a directory".into());
+    }
+    // Make the missing directories one by one, each made durable (fsync
+    // of its parent), as Maildir folders are.
+    let missing: Vec<&Path> = abs.ancestors().take_while(|p| !p.exists()).collect();
+    for dir in missing.into_iter().rev() {
+        crate::maildir::make_dir_durable(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    let probe = abs.join(format!(".iolab-mail-probe-{}", std::process::id()));
+    let written = std::fs::File::create(&probe).and_then(|f| f.sync_all());
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(|e| format!("cannot write there: {e}"))
 }
 
 async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) -> std::result::Result<(), String> {
@@ -192,6 +285,7 @@ async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver
     let (delivery_stop, delivery_rx) = watch::channel(false);
     let delivery = tokio::spawn(crate::deliver::run(sh.clone(), delivery_rx));
     let ended = Arc::new(Notify::new());
+    let per_client: PerClient = Arc::default();
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -201,20 +295,42 @@ async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and the like: back off instead of spinning.
-                eprintln!("iolab-mail: accept: {e}");
+                tracing::warn!(target: "master", "accept: {e}");
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
         };
         Stats::add(&sh.stats.sessions, 1);
         let open = sh.stats.sessions_open.fetch_add(1, Ordering::AcqRel) + 1;
-        let guard = SessionGuard(sh.clone(), ended.clone());
-        if open as usize > sh.cfg.max_connections {
+        let ip = peer.ip();
+        let from_client = {
+            let mut per = per_client.lock().unwrap();
+            let n = per.entry(ip).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let guard = SessionGuard(sh.clone(), ended.clone(), per_client.clone(), ip);
+        let refusal: Option<&'static [u8]> = if open as usize > sh.cfg.max_connections {
             Stats::add(&sh.stats.refused_connections, 1);
+            Some(b"421 4.7.0 Error: too many connections\r\n")
+        } else if from_client > sh.cfg.max_connections_per_client && !sh.cfg.in_mynetworks(ip) {
+            // Postfix's smtpd_client_connection_count_limit (mynetworks
+            // exempt, as its smtpd_client_event_limit_exceptions).
+            Stats::add(&sh.stats.refused_client_connections, 1);
+            tracing::warn!(
+                target: "smtpd",
+                "warning: Connection concurrency limit exceeded: {} from unknown[{ip}] for service smtp",
+                from_client
+            );
+            Some(b"421 4.7.0 Error: too many connections from your address\r\n")
+        } else {
+            None
+        };
+        if let Some(line) = refusal {
             tokio::spawn(async move {
                 let _guard = guard;
                 let mut stream = stream;
-                let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, b"421 4.7.0 Error: too many connections\r\n").await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, line).await;
             });
             continue;
         }
@@ -233,8 +349,9 @@ async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver
             break;
         }
         if tokio::time::timeout_at(deadline, wait).await.is_err() {
-            eprintln!(
-                "iolab-mail: drain timeout: cutting {} session(s)",
+            tracing::warn!(
+                target: "master",
+                "drain timeout: cutting {} session(s)",
                 sh.stats.sessions_open.load(Ordering::Acquire)
             );
             break;

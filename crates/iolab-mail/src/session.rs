@@ -1,34 +1,51 @@
-//! One inbound SMTP session (RFC 5321). Commands and the `DATA` stream
-//! are parsed by `smtp-proto` (`RequestReceiver`, `DataReceiver`); this
-//! file holds only the state machine and the limits. Replies to pipelined
-//! commands (RFC 2920) are gathered and sent when the input read so far is
-//! used up. The `250` after `DATA` is sent only when the queue says the
-//! message is durable.
+//! One inbound SMTP session (RFC 5321), written for hostile clients.
+//!
+//! The bytes are framed by our own code (`framing.rs`: command lines
+//! bounded and discarded whole when too long; only `<CRLF>.<CRLF>` ends
+//! the text) and commands are parsed by our own code (`command.rs`): the
+//! smtp-proto crate this server used before got the end of data, the
+//! first line's dot, over-long lines, quoted addresses and `<Postmaster>`
+//! wrong (issue 26). Replies to pipelined commands (RFC 2920) are gathered
+//! and sent when the input read so far is used up. The text goes to a
+//! [`Spool`] as it arrives (memory bounded for all sessions together). The
+//! `250` after `DATA` is sent only when the queue says the message is
+//! durable.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
-use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver, RequestReceiver};
-use smtp_proto::{EhloResponse, Error as ProtoError, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tracing::info;
 
+use crate::address::{mailbox_name, ForwardPath, Mailbox};
+use crate::command::{self, Command};
 use crate::config::Delivery;
-use crate::envelope::Envelope;
-use crate::server::Shared;
+use crate::envelope::{new_queue_id, now_ms, Envelope};
+use crate::framing::{DataReader, Frame, LineFramer, TextFault};
+use crate::shared::Shared;
+use crate::spool::Spool;
 use crate::stats::Stats;
 
-/// Bytes reserved for a message's text when `DATA` starts.
-const BODY_RESERVE: usize = 4096;
+/// Longest command line, CRLF included. RFC 5321 section 4.5.3.1.4 says
+/// 512 plus what extensions add; Postfix reads up to its
+/// `line_length_limit`, 2048, which we follow.
+pub(crate) const MAX_COMMAND_LINE: usize = 2048;
+
+/// The transaction a `MAIL` command opened.
+struct Transaction {
+    queue_id: String,
+    from: Option<Mailbox>,
+    body_8bit: bool,
+    rcpts: Vec<ForwardPath>,
+}
 
 enum Mode {
     Command,
     /// Receiving message text.
-    Data(DataReceiver),
-    /// Message text past the size limit: read to the end, then refuse.
-    Discard(DummyDataReceiver),
+    Data { reader: DataReader, spool: Spool, spool_error: Option<std::io::Error> },
 }
 
 struct Session {
@@ -36,36 +53,30 @@ struct Session {
     peer: SocketAddr,
     helo: Option<String>,
     esmtp: bool,
-    from: Option<String>,
-    rcpts: Vec<String>,
-    body: Vec<u8>,
+    tx: Option<Transaction>,
     out: Vec<u8>,
     quit: bool,
+}
+
+/// `unknown[1.2.3.4]`, the way Postfix names a client it did not look up.
+fn client_name(peer: &SocketAddr) -> String {
+    format!("unknown[{}]", peer.ip())
 }
 
 /// Serves one connection until QUIT, a timeout, an error or shutdown.
 pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
-    let mut s = Session {
-        sh,
-        peer,
-        helo: None,
-        esmtp: false,
-        from: None,
-        rcpts: Vec::new(),
-        body: Vec::new(),
-        out: Vec::new(),
-        quit: false,
-    };
+    info!(target: "smtpd", "connect from {}", client_name(&peer));
+    let mut s = Session { sh, peer, helo: None, esmtp: false, tx: None, out: Vec::new(), quit: false };
     s.reply(&format!("220 {} ESMTP iolab-mail", s.sh.cfg.hostname));
     let mut mode = Mode::Command;
-    let mut receiver = RequestReceiver::default();
+    let mut framer = LineFramer::new(MAX_COMMAND_LINE);
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         if write_out(&mut stream, &mut s.out).await.is_err() || s.quit {
             break;
         }
-        let in_transaction = s.from.is_some() || !matches!(mode, Mode::Command);
+        let in_transaction = s.tx.is_some() || !matches!(mode, Mode::Command);
         if *shutdown.borrow() && !in_transaction {
             s.reply("421 4.3.2 Service shutting down, closing channel");
             let _ = write_out(&mut stream, &mut s.out).await;
@@ -84,53 +95,51 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
             },
             _ = shutdown.changed(), if !in_transaction && !*shutdown.borrow() => continue,
         };
-        let mut bytes = buf[..n].iter();
-        while !s.quit {
+        let input = &buf[..n];
+        let mut pos = 0;
+        while !s.quit && pos < input.len() {
             match &mut mode {
-                Mode::Data(rx) => {
-                    let done = rx.ingest(&mut bytes, &mut s.body);
-                    if done {
-                        // Replies to commands before DATA go out first.
-                        if write_out(&mut stream, &mut s.out).await.is_err() {
-                            return;
-                        }
-                        s.end_of_data().await;
-                        mode = Mode::Command;
-                    } else if s.body.len() > s.sh.cfg.max_message_bytes {
-                        mode = Mode::Discard(DummyDataReceiver::new_data(rx));
-                        s.body = Vec::new();
-                    } else {
-                        break;
-                    }
-                }
-                Mode::Discard(rx) => {
-                    if !rx.ingest(&mut bytes) {
-                        break;
-                    }
-                    s.refuse_data(format!(
-                        "552 5.3.4 Message size exceeds fixed limit of {} bytes",
-                        s.sh.cfg.max_message_bytes
-                    ));
-                    mode = Mode::Command;
-                }
-                Mode::Command => match receiver.ingest(&mut bytes) {
-                    Ok(req) => {
-                        let req = req.into_owned();
-                        if s.command(req) {
-                            s.body.clear();
-                            // Most mail is a few kB (the paper: 85% under
-                            // 8 kB): one allocation instead of a doubling
-                            // series from 8 bytes up.
-                            s.body.reserve(BODY_RESERVE);
-                            mode = Mode::Data(DataReceiver::new());
+                Mode::Command => match framer.next(input, &mut pos) {
+                    None => break,
+                    // RFC 5321 section 4.5.3.1.4; one reply for the whole
+                    // line, whatever its length (issue 26, defect 8).
+                    Some(Frame::TooLong) => s.reply("500 5.5.2 Error: line too long"),
+                    Some(Frame::Line(line)) => {
+                        if s.command(&line) {
+                            let cfg = &s.sh.cfg;
+                            let reader = DataReader::new(cfg.max_line_bytes, cfg.max_message_bytes);
+                            let spool = Spool::new(&s.sh.spool_dir, &s.sh.memory);
+                            mode = Mode::Data { reader, spool, spool_error: None };
                         }
                     }
-                    Err(ProtoError::NeedsMoreData { .. }) => break,
-                    Err(e) => s.reply(proto_error(&e)),
                 },
+                Mode::Data { reader, spool, spool_error } => {
+                    let done = reader
+                        .feed::<std::convert::Infallible>(input, &mut pos, |line| {
+                            if spool_error.is_none() {
+                                if let Err(e) = spool.push_line(line) {
+                                    *spool_error = Some(e);
+                                }
+                            }
+                            Ok(())
+                        })
+                        .unwrap_or_else(|never| match never {});
+                    if !done {
+                        break;
+                    }
+                    // Replies to commands before DATA go out first.
+                    if write_out(&mut stream, &mut s.out).await.is_err() {
+                        return;
+                    }
+                    let Mode::Data { reader, spool, spool_error } = std::mem::replace(&mut mode, Mode::Command) else {
+                        unreachable!("in Data mode")
+                    };
+                    s.end_of_data(reader, spool, spool_error).await;
+                }
             }
         }
     }
+    info!(target: "smtpd", "disconnect from {}", client_name(&peer));
     // Dropping the stream closes it (FIN); a shutdown() first would only
     // cost a syscall, which fails (ENOTCONN) when the client closed first,
     // as smtp-source does after QUIT.
@@ -144,151 +153,204 @@ async fn write_out(stream: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result
     Ok(())
 }
 
-fn proto_error(e: &ProtoError) -> &'static str {
-    match e {
-        ProtoError::UnknownCommand => "500 5.5.1 Command unrecognized",
-        ProtoError::InvalidSenderAddress => "501 5.1.7 Bad sender address syntax",
-        ProtoError::InvalidRecipientAddress => "501 5.1.3 Bad recipient address syntax",
-        ProtoError::ResponseTooLong => "500 5.5.2 Line too long",
-        ProtoError::InvalidParameter { .. } => "501 5.5.4 Invalid parameter",
-        ProtoError::UnsupportedParameter { .. } => "555 5.5.4 Unsupported parameter",
-        _ => "501 5.5.4 Syntax error",
-    }
-}
-
-/// A local part that can name a Maildir folder safely.
-pub(crate) fn mailbox_name(address: &str) -> Option<String> {
-    let local = address.rsplit_once('@').map_or(address, |(l, _)| l).to_ascii_lowercase();
-    let ok = !local.is_empty()
-        && local.len() <= 64
-        && !local.starts_with('.')
-        && local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
-    ok.then_some(local)
-}
-
 impl Session {
     fn reply(&mut self, line: &str) {
         self.out.extend_from_slice(line.as_bytes());
         self.out.extend_from_slice(b"\r\n");
     }
 
-    fn reset(&mut self) {
-        self.from = None;
-        self.rcpts.clear();
-        self.body = Vec::new();
+    /// Postfix's `reject:` line for a refused command, with the queue id
+    /// once a recipient was accepted (`NOQUEUE` before).
+    fn log_reject(&self, what: &str, reply: &str, to: Option<&ForwardPath>) {
+        let qid = self.tx.as_ref().filter(|t| !t.rcpts.is_empty()).map_or("NOQUEUE", |t| t.queue_id.as_str());
+        let from = self.tx.as_ref().map_or(String::new(), |t| t.from.as_ref().map_or(String::new(), |m| m.to_string()));
+        let to = to.map_or(String::new(), |r| format!(" to=<{r}>"));
+        info!(
+            target: "smtpd",
+            "{qid}: reject: {what} from {}: {reply}; from=<{from}>{to} proto={} helo=<{}>",
+            client_name(&self.peer),
+            if self.esmtp { "ESMTP" } else { "SMTP" },
+            self.helo.as_deref().unwrap_or(""),
+        );
     }
 
-    /// Handles one command; true when message text follows.
-    fn command(&mut self, req: Request<String>) -> bool {
+    /// The EHLO reply: our name, then what we offer (RFC 5321 section
+    /// 4.1.1.1), in the order Postfix lists them.
+    fn ehlo_reply(&mut self) {
+        let cfg = &self.sh.cfg;
+        let lines = [
+            cfg.hostname.clone(),
+            "PIPELINING".into(),
+            format!("SIZE {}", cfg.max_message_bytes),
+            "ENHANCEDSTATUSCODES".into(),
+            "8BITMIME".into(),
+        ];
+        for (i, l) in lines.iter().enumerate() {
+            let sep = if i + 1 == lines.len() { ' ' } else { '-' };
+            self.out.extend_from_slice(format!("250{sep}{l}\r\n").as_bytes());
+        }
+    }
+
+    /// Handles one command line; true when message text follows.
+    fn command(&mut self, line: &[u8]) -> bool {
+        let cmd = match command::parse(line) {
+            Ok(c) => c,
+            Err(reply) => {
+                self.reply(&reply);
+                return false;
+            }
+        };
         let sh = self.sh.clone();
         let cfg = &sh.cfg;
-        match req {
-            Request::Ehlo { host } => {
-                self.reset();
+        match cmd {
+            Command::Ehlo(host) => {
+                self.tx = None;
                 self.helo = Some(host);
                 self.esmtp = true;
-                let mut r = EhloResponse::new(cfg.hostname.as_str());
-                r.capabilities = smtp_proto::EXT_SIZE
-                    | smtp_proto::EXT_PIPELINING
-                    | smtp_proto::EXT_8BIT_MIME
-                    | smtp_proto::EXT_ENHANCED_STATUS_CODES;
-                r.size = cfg.max_message_bytes;
-                let _ = r.write(&mut self.out);
+                self.ehlo_reply();
             }
-            Request::Helo { host } => {
-                self.reset();
+            Command::Helo(host) => {
+                self.tx = None;
                 self.helo = Some(host);
                 self.esmtp = false;
-                let line = format!("250 {}", cfg.hostname);
-                self.reply(&line);
+                self.reply(&format!("250 {}", cfg.hostname));
             }
-            Request::Lhlo { .. } => self.reply("500 5.5.1 This is an SMTP server, not LMTP"),
-            Request::Mail { from } => {
+            Command::Mail { from, size, body_8bit } => {
                 if self.helo.is_none() {
                     self.reply("503 5.5.1 Error: send HELO/EHLO first");
-                } else if self.from.is_some() {
+                } else if self.tx.is_some() {
                     self.reply("503 5.5.1 Error: nested MAIL command");
-                } else if from.size > cfg.max_message_bytes {
-                    let line = format!("552 5.3.4 Message size exceeds fixed limit of {} bytes", cfg.max_message_bytes);
-                    self.reply(&line);
+                } else if size.is_some_and(|s| s > cfg.max_message_bytes as u64) {
+                    self.reply(&format!("552 5.3.4 Message size exceeds fixed limit of {} bytes", cfg.max_message_bytes));
+                } else if body_8bit && !self.esmtp {
+                    // RFC 6152: BODY= only after EHLO offered 8BITMIME.
+                    self.reply("555 5.5.4 Unsupported option: BODY (send EHLO first)");
                 } else {
-                    self.from = Some(from.address);
+                    self.tx = Some(Transaction { queue_id: new_queue_id(), from, body_8bit, rcpts: Vec::new() });
                     self.reply("250 2.1.0 Ok");
                 }
             }
-            Request::Rcpt { to } => {
-                if self.from.is_none() {
-                    self.reply("503 5.5.1 Error: need MAIL command");
-                } else if self.rcpts.len() >= cfg.max_recipients {
-                    // RFC 5321 section 4.5.3.1.10: 452 for too many recipients.
-                    self.reply("452 4.5.3 Error: too many recipients");
-                } else if matches!(cfg.delivery, Delivery::Maildir(_)) && mailbox_name(&to.address).is_none() {
-                    self.reply("550 5.1.1 Recipient address rejected: not a local mailbox name");
-                } else {
-                    self.rcpts.push(to.address);
-                    self.reply("250 2.1.5 Ok");
-                }
-            }
-            Request::Data => {
-                if self.from.is_none() {
-                    self.reply("503 5.5.1 Error: need MAIL command");
-                } else if self.rcpts.is_empty() {
-                    self.reply("554 5.5.1 Error: no valid recipients");
-                } else {
+            Command::Rcpt(to) => self.rcpt(to),
+            Command::Data => match &self.tx {
+                None => self.reply("503 5.5.1 Error: need MAIL command"),
+                Some(t) if t.rcpts.is_empty() => self.reply("554 5.5.1 Error: no valid recipients"),
+                Some(_) => {
                     self.reply("354 End data with <CR><LF>.<CR><LF>");
                     return true;
                 }
-            }
-            Request::Bdat { .. } => self.reply("502 5.5.1 BDAT not implemented (CHUNKING is not offered)"),
-            Request::Rset => {
-                self.reset();
+            },
+            Command::Rset => {
+                self.tx = None;
                 self.reply("250 2.0.0 Ok");
             }
-            Request::Noop { .. } => self.reply("250 2.0.0 Ok"),
-            Request::Quit => {
+            Command::Noop => self.reply("250 2.0.0 Ok"),
+            Command::Quit => {
                 self.reply("221 2.0.0 Bye");
                 self.quit = true;
             }
-            Request::Vrfy { .. } => self.reply("252 2.0.0 Cannot VRFY user"),
-            Request::Help { .. } => self.reply("214 2.0.0 See RFC 5321"),
-            Request::StartTls => self.reply("502 5.5.1 STARTTLS not offered"),
-            Request::Auth { .. } => self.reply("502 5.5.1 AUTH not offered"),
-            _ => self.reply("502 5.5.1 Command not implemented"),
+            Command::Vrfy => self.reply("252 2.0.0 Cannot VRFY user, but will accept message and attempt delivery"),
+            Command::Help => self.reply("214 2.0.0 See RFC 5321"),
+            Command::NotOffered(what) => self.reply(&format!("502 5.5.1 Error: {what} not implemented")),
         }
         false
     }
 
-    fn refuse_data(&mut self, line: String) {
+    fn rcpt(&mut self, to: ForwardPath) {
+        let cfg = &self.sh.cfg;
+        let Some(tx) = &self.tx else {
+            self.reply("503 5.5.1 Error: need MAIL command");
+            return;
+        };
+        if tx.rcpts.len() >= cfg.max_recipients {
+            // RFC 5321 section 4.5.3.1.10: 452 for too many recipients.
+            self.reply("452 4.5.3 Error: too many recipients");
+            return;
+        }
+        if let Err(reply) = cfg.check_recipient(self.peer.ip(), &to) {
+            self.log_reject("RCPT", &reply, Some(&to));
+            self.reply(&reply);
+            return;
+        }
+        if matches!(cfg.delivery, Delivery::Maildir(_)) && mailbox_name(&to).is_none() {
+            let reply = format!("550 5.1.1 <{to}>: Recipient address rejected: not a local mailbox name");
+            self.log_reject("RCPT", &reply, Some(&to));
+            self.reply(&reply);
+            return;
+        }
+        self.tx.as_mut().expect("checked above").rcpts.push(to);
+        self.reply("250 2.1.5 Ok");
+    }
+
+    fn refuse_data(&mut self, line: &str) {
         Stats::add(&self.sh.stats.rejected, 1);
-        self.reply(&line);
-        self.reset();
+        self.log_reject("END-OF-MESSAGE", line, None);
+        self.reply(line);
+        self.tx = None;
     }
 
     /// The message text is complete: check it, store it durably, answer.
-    async fn end_of_data(&mut self) {
-        let max_size = self.sh.cfg.max_message_bytes;
-        if self.body.len() > max_size {
-            // The last block both passed the limit and ended the text.
-            self.refuse_data(format!("552 5.3.4 Message size exceeds fixed limit of {max_size} bytes"));
-            return;
-        }
-        let max_line = self.sh.cfg.max_line_bytes;
-        if self.body.split(|&b| b == b'\n').any(|l| l.len() + 1 > max_line) {
-            self.refuse_data(format!("552 5.6.0 Message has a line longer than {max_line} bytes"));
+    async fn end_of_data(&mut self, reader: DataReader, spool: Spool, spool_error: Option<std::io::Error>) {
+        let cfg = &self.sh.cfg;
+        let refusal = match reader.fault {
+            Some(TextFault::TooBig) => {
+                Some(format!("552 5.3.4 Message size exceeds fixed limit of {} bytes", cfg.max_message_bytes))
+            }
+            Some(TextFault::LineTooLong) => Some(format!("552 5.6.0 Message has a line longer than {} bytes", cfg.max_line_bytes)),
+            // RFC 5321 section 2.3.8; this is what stops SMTP smuggling
+            // through `<CR>.<CR>` and `.<CR><CR><LF>` sequences.
+            Some(TextFault::BareCr) => Some("550 5.6.0 Message contains a bare CR (RFC 5321 section 2.3.8)".into()),
+            // Postfix's hopcount_limit: our own Received: would be one more.
+            None if reader.received_headers >= cfg.hopcount_limit => {
+                Some(format!("554 5.4.6 Too many hops ({} Received: headers): mail forwarding loop", reader.received_headers))
+            }
+            None => spool_error.map(|e| {
+                tracing::warn!(target: "smtpd", "spool: {e}");
+                "451 4.3.0 Error: queue file write error".to_string()
+            }),
+        };
+        if let Some(line) = refusal {
+            self.refuse_data(&line);
             return;
         }
         let started = Instant::now();
-        let env = Envelope { from: self.from.take().unwrap_or_default(), rcpts: std::mem::take(&mut self.rcpts), ..Default::default() };
+        let tx = self.tx.take().expect("DATA needs a transaction");
+        let env = Envelope {
+            from: tx.from.as_ref().map_or(String::new(), |m| m.to_string()),
+            rcpts: tx.rcpts.iter().map(|r| r.to_string()).collect(),
+            queue_id: tx.queue_id.clone(),
+            arrival_ms: now_ms(),
+            body_8bit: tx.body_8bit,
+            ..Default::default()
+        };
+        // RFC 5321 section 4.4: the time stamp line, with our queue id (as
+        // Postfix writes it) and, for one recipient, its address.
+        let for_rcpt = match &tx.rcpts[..] {
+            [one] => format!("\r\n\tfor <{one}>"),
+            _ => String::new(),
+        };
         let received = format!(
-            "Received: from {} ([{}])\r\n\tby {} (iolab-mail) with {};\r\n\t{}\r\n",
+            "Received: from {} ([{}])\r\n\tby {} (iolab-mail) with {} id {}{};\r\n\t{}\r\n",
             self.helo.as_deref().unwrap_or("unknown"),
             self.peer.ip(),
-            self.sh.cfg.hostname,
+            cfg.hostname,
             if self.esmtp { "ESMTP" } else { "SMTP" },
+            tx.queue_id,
+            for_rcpt,
             chrono::Utc::now().to_rfc2822(),
         );
-        let record = env.encode_parts(&[received.as_bytes(), &self.body]);
-        self.body = Vec::new();
+        let size = received.len() + spool.len();
+        // Room for the text is reserved by the spool once the memory
+        // budget has it, not here.
+        let mut head = env.encode_head(received.len());
+        head.extend_from_slice(received.as_bytes());
+        let (record, held) = match spool.finish(head, &self.sh.memory).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(target: "smtpd", "{}: spool: {e}", tx.queue_id);
+                self.refuse_data("451 4.3.0 Error: queue file write error");
+                return;
+            }
+        };
         let handed = Instant::now();
         let stored = match &self.sh.committer {
             Some(c) => c.commit(record).await.ok_or(()),
@@ -303,6 +365,7 @@ impl Session {
                 .map_err(|_| ())
             }
         };
+        drop(held);
         let resumed = Instant::now();
         let stored = stored.map(|(r, began, ended)| {
             let st = &self.sh.stats;
@@ -312,32 +375,24 @@ impl Session {
             r
         });
         match stored {
-            Ok(Ok(id)) => {
+            Ok(Ok(_)) => {
                 self.sh.stats.commit.record(started.elapsed());
                 Stats::add(&self.sh.stats.accepted, 1);
-                let line = format!("250 2.0.0 Ok: queued as {id:X}");
-                self.reply(&line);
+                let qid = &tx.queue_id;
+                info!(target: "smtpd", "{qid}: client={}", client_name(&self.peer));
+                info!(
+                    target: "qmgr",
+                    "{qid}: from=<{}>, size={size}, nrcpt={} (queue active)",
+                    env.from,
+                    env.rcpts.len()
+                );
+                self.reply(&format!("250 2.0.0 Ok: queued as {qid}"));
             }
             Ok(Err(e)) => {
-                eprintln!("iolab-mail: queue: {e}");
-                self.refuse_data("451 4.3.0 Error: queue file write error".into());
+                tracing::warn!(target: "smtpd", "{}: queue: {e}", tx.queue_id);
+                self.refuse_data("451 4.3.0 Error: queue file write error");
             }
-            Err(()) => self.refuse_data("451 4.3.0 Error: internal error".into()),
-        }
-        self.reset();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mailbox_name;
-
-    #[test]
-    fn mailbox_names_are_safe_path_components() {
-        assert_eq!(mailbox_name("Alice@example.org").as_deref(), Some("alice"));
-        assert_eq!(mailbox_name("bob+tag").as_deref(), Some("bob+tag"));
-        for bad in ["../etc@x", "a/b@x", ".hidden@x", "@x", "a b@x"] {
-            assert_eq!(mailbox_name(bad), None, "{bad}");
+            Err(()) => self.refuse_data("451 4.3.0 Error: internal error"),
         }
     }
 }

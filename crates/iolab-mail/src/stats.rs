@@ -20,6 +20,10 @@ pub struct Stats {
     pub(crate) delivered: AtomicU64,
     pub(crate) retried: AtomicU64,
     pub(crate) dead: AtomicU64,
+    pub(crate) bounces: AtomicU64,
+    pub(crate) rcpt_sent: AtomicU64,
+    pub(crate) rcpt_bounced: AtomicU64,
+    pub(crate) refused_client_connections: AtomicU64,
     pub(crate) delivery_syncs: AtomicU64,
     pub(crate) delivery_panics: AtomicU64,
     pub(crate) delivery_timeouts: AtomicU64,
@@ -68,6 +72,10 @@ impl Default for Stats {
             delivered: AtomicU64::new(0),
             retried: AtomicU64::new(0),
             dead: AtomicU64::new(0),
+            bounces: AtomicU64::new(0),
+            rcpt_sent: AtomicU64::new(0),
+            rcpt_bounced: AtomicU64::new(0),
+            refused_client_connections: AtomicU64::new(0),
             delivery_syncs: AtomicU64::new(0),
             delivery_panics: AtomicU64::new(0),
             delivery_timeouts: AtomicU64::new(0),
@@ -93,12 +101,22 @@ pub struct StatsSnapshot {
     pub accepted: u64,
     /// Transactions refused with a 4xx/5xx reply after `DATA`.
     pub rejected: u64,
-    /// Messages delivered (to every recipient) and acknowledged.
+    /// Messages delivered to every recipient at once and acknowledged.
     pub delivered: u64,
-    /// Temporary failures put in the retry queue.
+    /// Attempts that left recipients deferred (the message went to the
+    /// retry queue, or a record for those recipients was written).
     pub retried: u64,
-    /// Messages moved to the dead-letter queue with a bounce record.
+    /// Messages with bounced recipients (a record of them in the
+    /// dead-letter queue).
     pub dead: u64,
+    /// Bounces (DSNs) queued for senders.
+    pub bounces: u64,
+    /// Recipients delivered.
+    pub rcpt_sent: u64,
+    /// Recipients bounced.
+    pub rcpt_bounced: u64,
+    /// Connections answered `421` for the per-client limit.
+    pub refused_client_connections: u64,
     /// Messages in the queue (ready, in flight, retry).
     pub queued: u64,
     /// `fsync`/`fdatasync` calls of the queue (its own count).
@@ -148,6 +166,10 @@ impl Stats {
             delivered: get(&self.delivered),
             retried: get(&self.retried),
             dead: get(&self.dead),
+            bounces: get(&self.bounces),
+            rcpt_sent: get(&self.rcpt_sent),
+            rcpt_bounced: get(&self.rcpt_bounced),
+            refused_client_connections: get(&self.refused_client_connections),
             queued,
             queue_syncs: io.syncs,
             delivery_syncs: get(&self.delivery_syncs),

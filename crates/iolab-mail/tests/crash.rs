@@ -45,6 +45,9 @@ struct Sink {
     dump: PathBuf,
 }
 
+/// Per (tag, message number): (copies, corrupted copies).
+type Census = HashMap<(String, u64), (u32, u32)>;
+
 impl Sink {
     fn start(smtp_sink: &Path, dir: &Path) -> Sink {
         let port = free_port();
@@ -70,7 +73,7 @@ impl Sink {
 
     /// (our tag, number) -> (copies, corrupted copies); also counts copies
     /// of messages that are not ours (smtp-source's).
-    fn census(&self) -> (HashMap<(String, u64), (u32, u32)>, u64) {
+    fn census(&self) -> (Census, u64) {
         let data = std::fs::read(&self.dump).unwrap_or_default();
         let text = String::from_utf8_lossy(&data).replace('\r', "");
         let mut ours: HashMap<(String, u64), (u32, u32)> = HashMap::new();
@@ -116,6 +119,13 @@ fn wait_listening(port: u16) {
 }
 
 fn start_server(queue: &str, queue_dir: &Path, port: u16, sink_port: u16) -> Child {
+    // The server's log (a line per event, docs/mail.md "Logs") goes to a
+    // file beside the queue, appended across rounds, not to the test output.
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(queue_dir.with_extension("log"))
+        .expect("open the server log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_iolab-mail"))
         .args(["serve", "--queue", queue, "--listen", &format!("127.0.0.1:{port}")])
         .arg("--queue-dir")
@@ -124,7 +134,7 @@ fn start_server(queue: &str, queue_dir: &Path, port: u16, sink_port: u16) -> Chi
         .args(["--segment-mib", "4", "--retry-base-ms", "50", "--delivery-concurrency", "8"])
         .args(["--max-in-flight", &MAX_IN_FLIGHT.to_string()])
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(log)
         .spawn()
         .expect("start iolab-mail serve");
     let mut line = String::new();

@@ -1,11 +1,15 @@
 //! The relay's pipelined transaction (RFC 2920) when the next hop refuses
-//! one recipient of two but still answers `DATA` with `354` (a server may:
-//! one recipient was valid). Our relay fails the whole message on any
-//! refused recipient, so it must not send the text (the accepted recipient
-//! would get it, and again on every retry): it drops the connection, which
-//! makes the next hop discard the transaction (RFC 5321 section 4.1.1.4).
-//! The message is dead-lettered (5xx); the next message goes through a new
-//! connection.
+//! recipients but still answers `DATA` with `354` (a server may: it
+//! cannot know, when it reads DATA, that none of the recipients was
+//! valid).
+//!
+//! - Every recipient refused: there is nothing to send, so the text must
+//!   not go out; the relay drops the connection, which makes the next hop
+//!   discard the transaction (RFC 5321 section 4.1.1.4).
+//! - One of two refused: the text goes to the other (per-recipient status,
+//!   as Postfix's smtp(8)), and the refused one gets a DSN to the sender.
+//!
+//! The next message goes through a new connection either way.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,7 +22,8 @@ mod common;
 
 #[derive(Default)]
 struct Seen {
-    delivered: Vec<String>,
+    /// (MAIL FROM line, text) of each transaction that got its text.
+    delivered: Vec<(String, String)>,
     cut_in_data: usize,
 }
 
@@ -43,6 +48,7 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
     let mut r = BufReader::new(conn);
     let _ = w.write_all(b"220 sink ESMTP\r\n");
     let mut line = String::new();
+    let mut mail = String::new();
     loop {
         line.clear();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
@@ -51,6 +57,9 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
         let upper = line.to_ascii_uppercase();
         let reply: &[u8] = if upper.starts_with("EHLO") {
             b"250-sink\r\n250 PIPELINING\r\n"
+        } else if upper.starts_with("MAIL") {
+            mail = line.trim_end().to_string();
+            b"250 ok\r\n"
         } else if upper.starts_with("RCPT") && upper.contains("REFUSED@") {
             b"550 5.1.1 no such user\r\n"
         } else if upper.starts_with("DATA") {
@@ -59,7 +68,7 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
                 seen.lock().unwrap().cut_in_data += 1;
                 return;
             };
-            seen.lock().unwrap().delivered.push(text);
+            seen.lock().unwrap().delivered.push((mail.clone(), text));
             b"250 queued\r\n"
         } else if upper.starts_with("QUIT") {
             let _ = w.write_all(b"221 bye\r\n");
@@ -72,7 +81,7 @@ fn serve(conn: TcpStream, seen: &Mutex<Seen>) {
 }
 
 #[test]
-fn a_refused_recipient_under_pipelining_sends_no_text() {
+fn refused_recipients_under_pipelining() {
     let tmp = tempfile::tempdir().unwrap();
     let (next_hop, seen) = sink();
     let mut c = ServerConfig::new("127.0.0.1:0".parse().unwrap(), QueueChoice::Fast, tmp.path().join("q"), Delivery::Relay(next_hop));
@@ -81,21 +90,28 @@ fn a_refused_recipient_under_pipelining_sends_no_text() {
     c.delivery_concurrency = 1;
     c.drain_timeout = Duration::from_secs(1);
     let s = MailServer::start(c).unwrap();
-    common::send(s.local_addr(), &["ok@y", "refused@y"], "half-refused");
     let until = Instant::now() + Duration::from_secs(10);
-    while s.stats().dead < 1 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    common::send(s.local_addr(), &["ok@y"], "all-accepted");
-    while s.stats().delivered < 1 && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let wait = |what: &str, cond: &dyn Fn(&Seen) -> bool| {
+        while !cond(&seen.lock().unwrap()) {
+            assert!(Instant::now() < until, "not reached: {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    common::send(s.local_addr(), &["refused@y"], "all-refused");
+    wait("the first DSN", &|s| s.delivered.len() == 1);
+    common::send(s.local_addr(), &["ok@y", "refused@y"], "half-refused");
+    wait("the second message and its DSN", &|s| s.delivered.len() == 3);
     let st = s.stats();
-    assert_eq!((st.dead, st.delivered, st.retried), (1, 1, 0), "{st:?}");
+    // Two messages with a bounced recipient, two DSNs, nothing retried.
+    assert_eq!((st.dead, st.bounces, st.retried, st.rcpt_sent, st.rcpt_bounced), (2, 2, 0, 3, 2), "{st:?}");
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.delivered.len(), 1, "only the second message's text reached the next hop");
-    assert!(seen.delivered[0].contains("all-accepted"));
-    assert_eq!(seen.cut_in_data, 1, "the first transaction was cut in DATA, without its text");
+    assert_eq!(seen.cut_in_data, 1, "the all-refused transaction was cut in DATA, without its text");
+    let from_sender: Vec<&String> = seen.delivered.iter().filter(|(m, _)| m == "MAIL FROM:<a@x>").map(|(_, t)| t).collect();
+    assert_eq!(from_sender.len(), 1);
+    assert!(from_sender[0].contains("\r\nhalf-refused\r\n"), "the accepted recipient got the text");
+    let dsns: Vec<&String> = seen.delivered.iter().filter(|(m, _)| m == "MAIL FROM:<>").map(|(_, t)| t).collect();
+    assert_eq!(dsns.len(), 2);
+    assert!(dsns.iter().all(|t| t.contains("Final-Recipient: rfc822; refused@y") && t.contains("Status: 5.1.1")));
     drop(seen);
     s.shutdown();
     let _ = s.join();

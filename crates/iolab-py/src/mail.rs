@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iolab_mail::loadgen::{self, LoadSpec, Outcome};
-use iolab_mail::{Delivery, MailError, MailServer, QueueChoice, ServerConfig};
+use iolab_mail::{init_logging, Delivery, MailError, MailServer, Network, QueueChoice, ServerConfig};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
@@ -44,7 +44,9 @@ impl PyMailServer {
         max_message_bytes=None, max_recipients=None, max_line_bytes=None, max_connections=None,
         command_timeout=None, data_timeout=None, drain_timeout=None, delivery_concurrency=None,
         delivery_batch=None, max_in_flight=None, retry_base=None, retry_max=None, max_attempts=None,
-        segment_size=None, batch_delay=None, visibility_timeout=None, delivery_timeout=None))]
+        segment_size=None, batch_delay=None, visibility_timeout=None, delivery_timeout=None,
+        mynetworks=None, relay_domains=None, local_domains=None, open_relay=false,
+        max_connections_per_client=None, log=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -71,6 +73,12 @@ impl PyMailServer {
         batch_delay: Option<f64>,
         visibility_timeout: Option<f64>,
         delivery_timeout: Option<f64>,
+        mynetworks: Option<Vec<String>>,
+        relay_domains: Option<Vec<String>>,
+        local_domains: Option<Vec<String>>,
+        open_relay: bool,
+        max_connections_per_client: Option<usize>,
+        log: bool,
     ) -> PyResult<Self> {
         let delivery = match (maildir, relay) {
             (Some(m), None) => Delivery::Maildir(m),
@@ -109,6 +117,17 @@ impl PyMailServer {
         set!(batch_delay, secs);
         set!(visibility_timeout, secs);
         set!(delivery_timeout, secs);
+        if let Some(nets) = mynetworks {
+            c.mynetworks = nets.iter().map(|n| Network::parse(n)).collect::<Result<_, _>>().map_err(to_py)?;
+        }
+        set!(relay_domains);
+        set!(local_domains);
+        c.open_relay = open_relay;
+        set!(max_connections_per_client);
+        if log {
+            // Postfix-style log lines on stderr (docs/mail.md, "Logs").
+            init_logging();
+        }
         let inner = py.allow_threads(|| MailServer::start(c)).map_err(to_py)?;
         Ok(PyMailServer { inner })
     }

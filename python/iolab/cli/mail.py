@@ -27,7 +27,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     to = s.add_mutually_exclusive_group(required=True)
     to.add_argument("--maildir", help="deliver into Maildir folders under this directory (one per local part)")
     to.add_argument("--relay", help="deliver over SMTP to this next hop, host:port")
-    s.add_argument("--hostname", help="name in the greeting and Received: header")
+    s.add_argument("--hostname", help="name in the greeting and Received: header (a domain name)")
+    s.add_argument("--mynetworks", action="append", metavar="NET",
+                   help="clients that may relay to any domain, as Postfix's mynetworks (repeat or comma-separate; "
+                        "default 127.0.0.0/8 and ::1/128)")
+    s.add_argument("--relay-domain", action="append", metavar="DOMAIN", dest="relay_domains",
+                   help="a domain any client may send to through --relay, as Postfix's relay_domains (repeat)")
+    s.add_argument("--local-domain", action="append", metavar="DOMAIN", dest="local_domains",
+                   help="a domain delivered into --maildir besides the hostname and localhost, "
+                        "as Postfix's mydestination (repeat)")
+    s.add_argument("--open-relay", action="store_true",
+                   help="start even when --mynetworks lets every address relay (an open relay)")
+    s.add_argument("--max-connections-per-client", type=int,
+                   help="sessions per client address; more get 421 (default 50; --mynetworks exempt)")
     s.add_argument("--max-size", type=int, help="largest message in bytes, announced as SIZE (default 10240000)")
     s.add_argument("--max-recipients", type=int, help="recipients per message (default 100)")
     s.add_argument("--max-line", type=int, help="longest message line in bytes with CRLF (default 1000)")
@@ -63,13 +75,22 @@ def server_from_args(args: argparse.Namespace) -> Any:
         drain_timeout=args.drain_timeout, delivery_concurrency=args.delivery_concurrency,
         max_in_flight=args.max_in_flight, retry_base=args.retry_base, retry_max=args.retry_max,
         max_attempts=args.max_attempts, visibility_timeout=args.visibility_timeout,
-        delivery_timeout=args.delivery_timeout,
+        delivery_timeout=args.delivery_timeout, mynetworks=_split(args.mynetworks),
+        relay_domains=_split(args.relay_domains), local_domains=_split(args.local_domains),
+        open_relay=args.open_relay, max_connections_per_client=args.max_connections_per_client, log=True,
     )
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """Repeated and comma-separated option values as one list."""
+    if values is None:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     for name in ("max_size", "max_recipients", "max_line", "max_connections", "delivery_concurrency",
-                 "max_in_flight", "max_attempts"):
+                 "max_in_flight", "max_attempts", "max_connections_per_client"):
         v = getattr(args, name)
         if v is not None and not 0 < v < 2**32:
             raise UserError(f"--{name.replace('_', '-')}: expected 1 to {2**32 - 1}, got {v}")
@@ -91,6 +112,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
+        # The server's own log (stderr) says who may relay; this line is
+        # what scripts wait for.
         target = f"Maildir {args.maildir}" if args.maildir else f"SMTP relay {args.relay}"
         print(f"iolab mail: listening on {server.local_addr()}, queue {args.queue} in {args.queue_dir}, "
               f"delivering to {target}", flush=True)
@@ -102,8 +125,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     print(f"iolab mail: stopped: {stats['accepted']} accepted, {stats['delivered']} delivered, "
-          f"{stats['retried']} retried, {stats['dead']} dead-lettered, {stats['queued']} left in the queue",
-          file=sys.stderr)
+          f"{stats['retried']} retried, {stats['dead']} with bounced recipients ({stats['bounces']} DSNs sent), "
+          f"{stats['queued']} left in the queue", file=sys.stderr)
     if args.stats:
         with open(args.stats, "w") as f:
             json.dump(stats, f, indent=1)

@@ -28,10 +28,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Optional
+from typing import Any
 
 from iolab.cli.errors import UserError
-from iolab.mail.tools import Sink, free_port, io_delta, load_average, require, tree, tree_io, wait_port
+from iolab.mail.tools import (
+    Sink,
+    free_port,
+    io_delta,
+    load_average,
+    require,
+    tree,
+    tree_io,
+    wait_port,
+)
 
 SYSTEMS = ["fastqueue", "filedir", "postfix"]
 
@@ -101,15 +110,16 @@ def _strace_counts(path: str) -> int:
 class System:
     """A system under test: start, pid (root of its process tree), counters, stop."""
 
-    def __init__(self, name: str, work: str, sink_port: int, strace: Optional[str], tools: dict[str, str],
+    def __init__(self, name: str, work: str, sink_port: int, strace: str | None, tools: dict[str, str],
                  log: str = ""):
         self.log = log
         self.name, self.work, self.sink_port, self.strace, self.tools = name, work, sink_port, strace, tools
         self.port = free_port()
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         self.postfix: Any = None
-        self.tracer: Optional[subprocess.Popen] = None
+        self.tracer: subprocess.Popen | None = None
         self.stats_file = os.path.join(work, "server-stats.json")
+        self.log_file = os.path.join(work, "server.log")
 
     def start(self) -> None:
         if self.name == "postfix":
@@ -132,11 +142,17 @@ class System:
                "--relay", f"127.0.0.1:{self.sink_port}", "--stats", self.stats_file]
         if self.strace:
             cmd = [self.tools["strace"], "-f", "-c", "-e", "trace=" + ",".join(SYNC_CALLS), "-o", self.strace] + cmd
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The server logs a line per event on stderr (as Postfix's mail
+        # log): to a file, never to a pipe nobody reads, which would fill
+        # and stop the server.
+        with open(self.log_file, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "listening" not in line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.proc.wait(30)
+            with open(self.log_file) as f:
+                err = f.read()[-2000:]
             raise UserError(f"iolab mail serve did not start: {line.strip()} {err.strip()}")
 
     def pid(self) -> int:
@@ -264,7 +280,7 @@ def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: s
 
 
 def _mean_ci(vals: list[float]) -> tuple[float, float]:
-    vals = [v for v in vals if v == v]
+    vals = [v for v in vals if not math.isnan(v)]
     if not vals:
         return float("nan"), float("nan")
     m = sum(vals) / len(vals)
@@ -282,7 +298,7 @@ def _geometric_ci(log_ratios: list[float]) -> tuple[float, float, float]:
     if not log_ratios:
         return float("nan"), float("nan"), float("nan")
     m, h = _mean_ci(log_ratios)
-    if h != h:
+    if math.isnan(h):
         return math.exp(m), float("nan"), float("nan")
     return math.exp(m), math.exp(m - h), math.exp(m + h)
 
@@ -306,7 +322,7 @@ def _durability(system: str) -> str:
     return DURABILITY[system]
 
 
-def _ceiling_note(rows: list[dict]) -> Optional[str]:
+def _ceiling_note(rows: list[dict]) -> str | None:
     """The most any queue could gain over the file-per-message server on
     this machine: per repetition, the fastest system with its queue on
     tmpfs over the file-per-message server on disk (end to end), as a
@@ -314,15 +330,15 @@ def _ceiling_note(rows: list[dict]) -> Optional[str]:
     logs, best = [], []
     for rep in sorted({r["rep"] for r in rows}):
         top = [r["delivered_per_s"] for r in rows if r["rep"] == rep and r["system"].endswith(CEILING)]
-        top = [v for v in top if v == v and v > 0]
+        top = [v for v in top if not math.isnan(v) and v > 0]
         base = [r["delivered_per_s"] for r in rows if r["rep"] == rep and r["system"] == "filedir"]
-        if top and base and base[0] == base[0] and base[0] > 0:
+        if top and base and not math.isnan(base[0]) and base[0] > 0:
             logs.append(math.log(max(top) / base[0]))
             best.append(max(top))
     if not logs:
         return None
     g, lo, hi = _geometric_ci(logs)
-    ci = f" (95% CI {lo:.2f}–{hi:.2f})" if lo == lo else ""
+    ci = f" (95% CI {lo:.2f}–{hi:.2f})" if not math.isnan(lo) else ""
     return (f"- ceiling of this machine: the fastest system with its queue on tmpfs delivered "
             f"{sum(best) / len(best):.0f} msg/s end to end, {g:.2f}×{ci} the file-per-message server "
             f"on disk: about the most any queue could gain over it here")
@@ -343,9 +359,9 @@ def _tmpfs_dir() -> str:
 def summarize(rows: list[dict], systems: list[str]) -> str:
     def cell(vals: list[float], fmt: str) -> str:
         m, h = _mean_ci(vals)
-        if m != m:
+        if math.isnan(m):
             return "n/a"
-        return f"{m:{fmt}}" + (f" ± {h:{fmt}}" if h == h else "")
+        return f"{m:{fmt}}" + (f" ± {h:{fmt}}" if not math.isnan(h) else "")
 
     lines = ["| system | accepted msg/s | end-to-end msg/s | DATA p50 ms | DATA p99 ms | disk bytes/msg | fsyncs/msg | durability |",
              "|---|---|---|---|---|---|---|---|"]
@@ -369,8 +385,8 @@ def summarize(rows: list[dict], systems: list[str]) -> str:
     for a, b in (("fastqueue", "filedir"), ("fastqueue", "postfix")):
         for key, label in (("accepted_per_s", "accepted"), ("delivered_per_s", "end to end")):
             g, lo, hi = _ratio_ci(timed, a, b, key)
-            if g == g:
-                ci = f" (95% CI {lo:.2f}–{hi:.2f})" if lo == lo else ""
+            if not math.isnan(g):
+                ci = f" (95% CI {lo:.2f}–{hi:.2f})" if not math.isnan(lo) else ""
                 notes.append(f"- {a} / {b}, {label}: {g:.2f}×{ci}")
     ceiling = _ceiling_note(timed)
     if ceiling:
@@ -392,7 +408,7 @@ def plot(rows: list[dict], systems: list[str], path: str) -> None:
         for s in systems:
             m, h = _mean_ci([r[key] for r in timed if r["system"] == s])
             means.append(m)
-            errs.append(0 if h != h else h)
+            errs.append(0 if math.isnan(h) else h)
         xs = [i + (k - 0.5) * width for i in range(len(systems))]
         ax.bar(xs, means, width, yerr=errs, capsize=4, label=label)
     ax.set_xticks(range(len(systems)), systems)

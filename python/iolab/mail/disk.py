@@ -32,8 +32,7 @@ class LoopDisk:
             # otherwise be allocated (host metadata) during the runs.
             chunk = b"\0" * (8 << 20)
             with open(self.backing, "r+b") as f:
-                for _ in range(size // len(chunk)):
-                    f.write(chunk)
+                f.writelines(chunk for _ in range(size // len(chunk)))
                 f.flush()
                 os.fsync(f.fileno())
             self.device = sandbox.attach(self.backing)

@@ -13,14 +13,13 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 from iolab.cli.errors import UserError
 
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
-def which(name: str) -> Optional[str]:
+def which(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
@@ -65,7 +64,7 @@ class Sink:
     """``smtp-sink -c`` on a free loopback port, counting messages ('.')
     from its running counter line ``sess=N quit=N mesg=N``."""
 
-    def __init__(self, smtp_sink: str, dump: Optional[str] = None, separator: str = ""):
+    def __init__(self, smtp_sink: str, dump: str | None = None, separator: str = ""):
         self.port = free_port()
         cmd = [smtp_sink, "-c"]
         if os.geteuid() == 0:
@@ -100,7 +99,7 @@ class Sink:
         with self._lock:
             return self._count
 
-    def wait_for(self, n: int, timeout: float) -> Optional[float]:
+    def wait_for(self, n: int, timeout: float) -> float | None:
         """Monotonic time at which the count reached ``n`` (None on timeout)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use iolab_mail::{Delivery, MailServer, QueueChoice, ServerConfig};
+use iolab_mail::{init_logging, Delivery, MailServer, Network, QueueChoice, ServerConfig};
 
 #[derive(Parser)]
 #[command(name = "iolab-mail", about = "SMTP server whose queue is FastQueue (or one file per message)")]
@@ -59,6 +59,25 @@ struct ServeArgs {
     /// Longest one delivery may take before it is cut and retried.
     #[arg(long)]
     delivery_timeout_ms: Option<u64>,
+    /// Our name in the greeting, EHLO reply and Received: header.
+    #[arg(long)]
+    hostname: Option<String>,
+    /// Clients that may relay anywhere (repeat; default loopback), as
+    /// Postfix's mynetworks.
+    #[arg(long = "mynetworks", value_name = "NET")]
+    mynetworks: Vec<String>,
+    /// Domains anyone may relay to (repeat), as Postfix's relay_domains.
+    #[arg(long = "relay-domain", value_name = "DOMAIN")]
+    relay_domains: Vec<String>,
+    /// Domains delivered into the Maildir besides the hostname and localhost.
+    #[arg(long = "local-domain", value_name = "DOMAIN")]
+    local_domains: Vec<String>,
+    /// Allow mynetworks to hold every address (an open relay).
+    #[arg(long)]
+    open_relay: bool,
+    /// Sessions per client address (clients in mynetworks are exempt).
+    #[arg(long)]
+    max_connections_per_client: Option<usize>,
 }
 
 fn config(a: ServeArgs) -> Result<ServerConfig, String> {
@@ -88,6 +107,18 @@ fn config(a: ServeArgs) -> Result<ServerConfig, String> {
     if let Some(v) = a.delivery_timeout_ms {
         c.delivery_timeout = Duration::from_millis(v);
     }
+    if let Some(v) = a.hostname {
+        c.hostname = v;
+    }
+    if !a.mynetworks.is_empty() {
+        c.mynetworks = a.mynetworks.iter().map(|n| Network::parse(n)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    }
+    c.relay_domains = a.relay_domains;
+    c.local_domains = a.local_domains;
+    c.open_relay = a.open_relay;
+    if let Some(v) = a.max_connections_per_client {
+        c.max_connections_per_client = v;
+    }
     if let Some(v) = a.segment_mib {
         c.segment_size = v << 20;
         c.max_message_bytes = c.max_message_bytes.min((c.segment_size as usize).saturating_sub(64 * 1024));
@@ -97,6 +128,7 @@ fn config(a: ServeArgs) -> Result<ServerConfig, String> {
 
 fn main() -> ExitCode {
     let Cmd::Serve(args) = Cli::parse().cmd;
+    init_logging();
     let cfg = match config(args) {
         Ok(c) => c,
         Err(e) => {
