@@ -205,7 +205,9 @@ def test_bench_measures_the_machines_ceiling(iolab, tmp_path: Path) -> None:
     if which("smtp-source") is None and not os.environ.get("CI"):
         pytest.skip("smtp-source not installed (make deps)")
     out = tmp_path / "out"
-    ours = lambda: {p for p in os.listdir("/dev/shm") if p.startswith("iolab-mail-ceiling-")}
+    def ours() -> set[str]:
+        return {p for p in os.listdir("/dev/shm") if p.startswith("iolab-mail-ceiling-")}
+
     before = ours()
     r = iolab("mail", "bench", "--systems", "fastqueue,filedir", "--users", "10", "--messages", "100",
               "--reps", "1", "--no-loop", "--dir", str(tmp_path / "w"), "--ceiling", "--out", str(out))

@@ -15,6 +15,7 @@ so the target always starts from its defaults even if it was already active
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +25,17 @@ from iolab.cli.errors import UserError
 DEFAULT = "default"
 _ITEM = re.compile(r"^([A-Za-z0-9_-]+)\.([A-Za-z0-9_]+)=(.+)$")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
+# What the kernel's sysfs files of the elevators and of QUEUE_ATTRS take: a
+# whole number (their store functions parse with kstrtoint/kstrtoul), or
+# `default`. Checked here, before any device is touched (a NaN passed every
+# check and was refused only after the loop device was made: issue 27).
+_VALUE = re.compile(r"^-?[0-9]{1,20}$")
+
+
+def check_value(where: str, value: str) -> str:
+    if value != DEFAULT and not _VALUE.match(value):
+        raise UserError(f"{where}: {value!r} is not a whole number (sysfs tunables take one) or 'default'")
+    return value
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,7 @@ def parse_grid(items: list[str]) -> dict[str, dict[str, list[str]]]:
         scope, name, values = m.group(1), m.group(2), m.group(3)
         if scope == "queue" and name not in sysfs.QUEUE_ATTRS:
             raise UserError(f"--tunables queue.{name}: iolab changes only {', '.join(sysfs.QUEUE_ATTRS)}")
-        vals = [v.strip() for v in values.split(",") if v.strip()]
+        vals = [check_value(f"--tunables {scope}.{name}", v.strip()) for v in values.split(",") if v.strip()]
         if name in grid.get(scope, {}):
             raise UserError(f"--tunables names {scope}.{name} twice")
         grid.setdefault(scope, {})[name] = vals
@@ -105,8 +117,16 @@ def parse_config(spec: str) -> Config:
             target = queue
         if not _NAME.match(name):
             raise UserError(f"cannot read --config {spec!r}: bad tunable name {name!r}")
-        target[name] = value.strip()
+        target[name] = check_value(f"--config {spec!r}: {name}", value.strip())
     return Config.make(scheduler, tunables, queue, label)
+
+
+def least_count(grid: dict[str, dict[str, list[str]]], explicit: list[Config]) -> int:
+    """The fewest configurations `grid` and `explicit` can make on any device
+    (every scheduler the grid names is compared): known before the device is."""
+    per_queue = math.prod(len(v) for v in grid.get("queue", {}).values())
+    scoped = sum(math.prod(len(v) for v in g.values()) for s, g in grid.items() if s != "queue")
+    return scoped * per_queue + len(explicit)
 
 
 def build(schedulers: list[str], grid: dict[str, dict[str, list[str]]],

@@ -162,6 +162,13 @@ def run(opts: Options, console: Console | None = None) -> Session:
     variants = workload.variants(opts.params)
     writes = workload.writes or workload.needs_fs
     check_limits(opts.reps, opts.runtime, opts.ramp)
+    # What can be refused before the device is known, is refused now.
+    if opts.loop_size and opts.size and opts.size > opts.loop_size:
+        raise UserError(f"--size {opts.size // 2**20}M is larger than the --loop sandbox ({opts.loop_size // 2**20}M)")
+    least = opts.reps * cfg.least_count(opts.grid, opts.explicit) * len(variants)
+    if least > MAX_RUNS:
+        raise UserError(f"the grid makes at least {least:,} runs ({count(opts.reps, 'repetition')} of "
+                        f"{count(len(variants), 'variant')}), more than {MAX_RUNS:,}")
     dev = None
     if opts.device:
         dev = sysfs.resolve(opts.device)
