@@ -74,8 +74,8 @@ def _disk_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     # 1 ns to 1000 s: below, the time rounds to 0 ns (--zero-latency is that); above, no client waits.
     if args.fixed_ms is not None and not (math.isfinite(args.fixed_ms) and 1e-6 <= args.fixed_ms <= 1e6):
         raise UserError(f"--fixed-ms {args.fixed_ms:g}: expected 1e-06 (1 ns) to 1e+06 ms")
-    if args.diskspecs and not os.path.isfile(args.diskspecs):
-        raise UserError(f"--diskspecs {args.diskspecs}: no such file")
+    if args.diskspecs:
+        _regular_file("--diskspecs", args.diskspecs)
     return {"preset": args.disk, "diskspecs": args.diskspecs, "fixed_ms": args.fixed_ms}
 
 
@@ -189,11 +189,20 @@ def _print_summary(s: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"{', '.join(done)}.")
 
 
+def _regular_file(flag: str, path: str) -> None:
+    """A file option names a regular file; say what it is when it is not."""
+    if os.path.isfile(path):
+        return
+    if not os.path.exists(path):
+        raise UserError(f"{flag} {path}: no such file")
+    what = "a directory" if os.path.isdir(path) else "not a regular file (a device, FIFO or socket)"
+    raise UserError(f"{flag} {path}: is {what}")
+
+
 def _check(args: argparse.Namespace) -> int:
     from iolab.emu import check_log
 
-    if not os.path.isfile(args.check):
-        raise UserError(f"--check {args.check}: no such file")
+    _regular_file("--check", args.check)
     try:
         r = check_log(args.check)
     except UnicodeDecodeError as e:
