@@ -44,7 +44,10 @@ build: venv
 # one build of the dependencies. `make build`/`make bench` keep `release`.
 TEST_PROFILE ?= wheel
 
-test: test-build lint test-rust test-python test-kernel
+# `deps` first: the Python tests drive fio, Postfix's smtp-source/smtp-sink,
+# swaks, QEMU's NBD client and Chromium, so `make test` on a fresh machine
+# installs them itself (as root; elsewhere it names the packages and stops).
+test: deps test-build lint test-rust test-python test-kernel
 
 # Clippy over every crate and target (the test profile, so its dependencies
 # are checked once), ruff over the Python (pyproject.toml: [tool.ruff]), and
