@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import signal
 import sys
 from typing import Any
@@ -64,7 +65,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     register_bench(ms)
 
 
+# The server library's names of its settings, as `iolab mail serve` names them:
+# its errors name the library's fields, a user knows the options (issue 27).
+OPTION_OF_FIELD = {
+    "max_message_bytes": "--max-size", "max_recipients": "--max-recipients", "max_line_bytes": "--max-line",
+    "max_connections_per_client": "--max-connections-per-client", "max_connections": "--max-connections",
+    "command_timeout": "--idle-timeout", "data_timeout": "--data-timeout", "drain_timeout": "--drain-timeout",
+    "delivery_concurrency": "--delivery-concurrency", "max_in_flight": "--max-in-flight",
+    "retry_base": "--retry-base", "retry_max": "--retry-max", "max_attempts": "--max-attempts",
+    "visibility_timeout": "--visibility-timeout", "delivery_timeout": "--delivery-timeout",
+    "hostname": "--hostname", "mynetworks": "--mynetworks", "relay_domains": "--relay-domain",
+    "local_domains": "--local-domain", "queue_dir": "--queue-dir",
+}
+
+
+def in_option_names(message: str) -> str:
+    """A server error with the library's field names replaced by the options'."""
+    return re.sub(r"\b(" + "|".join(sorted(OPTION_OF_FIELD, key=len, reverse=True)) + r")\b",
+                  lambda m: OPTION_OF_FIELD[m.group(1)], message)
+
+
 def server_from_args(args: argparse.Namespace) -> Any:
+    try:
+        return _server_from_args(args)
+    except ValueError as e:
+        raise UserError(in_option_names(str(e))) from None
+
+
+def _server_from_args(args: argparse.Namespace) -> Any:
     from iolab._iolab import MailServer
 
     return MailServer(
