@@ -130,17 +130,21 @@ fn seeds() -> Vec<u64> {
     (1..=n).collect()
 }
 
-/// Compare `rust` and `kernel` (with their tunables) on every preset and
-/// both rotating disks; panic with every difference found.
-fn compare_everywhere(rust: (&str, BTreeMap<String, f64>), kernel: (&str, BTreeMap<String, f64>)) {
+/// Compare `rust` and `kernel` (each with its tunables for a disk) on
+/// `presets` and both rotating disks: every run that differs, described.
+fn differences(
+    rust: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>),
+    kernel: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>),
+    presets: &[&str],
+) -> (Vec<String>, usize) {
     let secs = std::env::var("IOLAB_DIFF_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(10.0);
     let mut failures = Vec::new();
     let mut total = 0usize;
-    for (preset, _, _) in workload::presets() {
+    for preset in presets {
         for disk_name in ["hp97560", "modern7200"] {
             for seed in seeds() {
-                let a = dispatches(rust.0, &rust.1, preset, disk_name, seed, secs);
-                let b = dispatches(kernel.0, &kernel.1, preset, disk_name, seed, secs);
+                let a = dispatches(rust.0, &rust.1(disk_name), preset, disk_name, seed, secs);
+                let b = dispatches(kernel.0, &kernel.1(disk_name), preset, disk_name, seed, secs);
                 total += a.len();
                 if let Some(d) = first_difference(&a, &b) {
                     failures.push(format!("{preset} on {disk_name}, seed {seed}: {d}"));
@@ -148,11 +152,80 @@ fn compare_everywhere(rust: (&str, BTreeMap<String, f64>), kernel: (&str, BTreeM
             }
         }
     }
+    (failures, total)
+}
+
+fn all_presets() -> Vec<&'static str> {
+    workload::presets().into_iter().map(|p| p.0).collect()
+}
+
+fn assert_equal(rust: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>), kernel: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>)) {
+    let (failures, total) = differences(rust, kernel, &all_presets());
     assert!(failures.is_empty(), "{} of the runs differ ({total} dispatches):\n{}", failures.len(), failures.join("\n"));
     assert!(total > 10_000, "too few dispatches compared: {total}");
 }
 
+fn none(_: &str) -> BTreeMap<String, f64> {
+    BTreeMap::new()
+}
+
+fn tunables(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The module's seek model for a disk preset, as `iolab kernel compare`
+/// writes it (iolab-py's wpcas_seek_tunables): the preset's two-piece
+/// curve, one cylinder size (capacity / cylinders, rounded up).
+fn module_seek(disk_name: &str) -> BTreeMap<String, f64> {
+    use iolab_sim::disk::presets;
+    use iolab_sim::disk::seek::SeekCurve;
+    let p = match disk_name {
+        "hp97560" => presets::hp97560_params(),
+        _ => presets::modern7200_params(),
+    };
+    let SeekCurve::TwoPiece { linear_from, sqrt_a, sqrt_b, lin_a, lin_b, first_ten: None } = p.mechanics.seek else {
+        panic!("{disk_name}: not a two-piece curve");
+    };
+    let ns = |ms: f64| (ms * 1e6).round();
+    tunables(&[
+        ("seek_cyl_sectors", p.layout.capacity().div_ceil(p.layout.cylinders as u64) as f64),
+        ("seek_linear_cyl", linear_from as f64),
+        ("seek_sqrt_a_ns", ns(sqrt_a)),
+        ("seek_sqrt_b_ns", ns(sqrt_b)),
+        ("seek_lin_a_ns", ns(lin_a)),
+        ("seek_lin_b_ps", (lin_b * 1e9).round()),
+    ])
+}
+
 #[test]
 fn kernel_anticipatory_is_as_request_by_request() {
-    compare_everywhere(("as", BTreeMap::new()), ("kernel:anticipatory", BTreeMap::new()));
+    assert_equal(("as", &none), ("kernel:anticipatory", &none));
+}
+
+/// The comparison sees a difference when there is one: AS waiting 1 ms
+/// against the module waiting 6.
+#[test]
+fn a_different_rule_is_seen() {
+    let one = |_: &str| tunables(&[("antic_expire", 1.0)]);
+    let (failures, _) = differences(("as", &one), ("kernel:anticipatory", &none), &["deceptive-idleness"]);
+    assert_eq!(failures.len(), 2 * seeds().len(), "{failures:?}");
+}
+
+#[test]
+fn kernel_wpcas_is_wpcas_request_by_request() {
+    assert_equal(("wpcas", &none), ("kernel:wpcas", &module_seek));
+}
+
+/// The other start-up (docs/paper-wpcas.md): STE judges a process from its
+/// first request, p_s = 1 until it has a record.
+#[test]
+fn kernel_wpcas_is_wpcas_with_the_optimistic_start_up() {
+    let start = [("min_samples", 0.0), ("prior_ps", 1.0)];
+    let rust = |_: &str| tunables(&start);
+    let kernel = |d: &str| {
+        let mut t = module_seek(d);
+        t.extend(tunables(&start));
+        t
+    };
+    assert_equal(("wpcas", &rust), ("kernel:wpcas", &kernel));
 }

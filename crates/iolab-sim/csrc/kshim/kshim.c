@@ -31,8 +31,9 @@ struct kshim_instance {
 	struct request **slots;
 	u32 mask;
 	struct request *free_rqs;
-	/* one io context per process, by pid */
-	struct kshim_proc *procs;
+	/* one io context per process, by pid (each allocated apart: an icq
+	 * points at its io context, which must not move) */
+	struct kshim_proc **procs;
 	u32 nr_procs;
 	/* armed hrtimers, in arming order */
 	struct hrtimer *armed;
@@ -704,7 +705,9 @@ static struct kshim_proc *proc_of(struct kshim_instance *k, u32 pid)
 		       (n - k->nr_procs) * sizeof(*k->procs));
 		k->nr_procs = n;
 	}
-	return &k->procs[pid];
+	if (!k->procs[pid])
+		k->procs[pid] = calloc(1, sizeof(struct kshim_proc));
+	return k->procs[pid];
 }
 
 /* ioc_find_get_icq: the current process's icq, made on first use. */
@@ -732,8 +735,8 @@ struct io_cq *ioc_lookup_icq(struct request_queue *q)
 {
 	struct kshim_instance *k = q->kshim;
 
-	return k->current_pid < k->nr_procs ? k->procs[k->current_pid].icq :
-					      NULL;
+	return k->current_pid < k->nr_procs && k->procs[k->current_pid] ?
+	       k->procs[k->current_pid]->icq : NULL;
 }
 
 void put_io_context(struct io_context *ioc)
@@ -1106,8 +1109,8 @@ void kshim_requeue(struct kshim_instance *k, uint32_t id, int dontprep,
 void kshim_exit_process(struct kshim_instance *k, uint32_t pid, uint64_t now)
 {
 	enter(k, now);
-	if (pid < k->nr_procs)
-		exit_icq(k, &k->procs[pid]);
+	if (pid < k->nr_procs && k->procs[pid])
+		exit_icq(k, k->procs[pid]);
 }
 
 uint64_t kshim_queued(struct kshim_instance *k)
@@ -1264,8 +1267,12 @@ void kshim_destroy(struct kshim_instance *k)
 	for (i = 0; i <= k->mask; i++)
 		if (k->slots[i])
 			blk_mq_free_request(k->slots[i]);
-	for (i = 0; i < k->nr_procs; i++)
-		exit_icq(k, &k->procs[i]);
+	for (i = 0; i < k->nr_procs; i++) {
+		if (k->procs[i]) {
+			exit_icq(k, k->procs[i]);
+			free(k->procs[i]);
+		}
+	}
 	if (clean) {
 		if (e->ops.exit_hctx)
 			e->ops.exit_hctx(&k->hctx, 0);
