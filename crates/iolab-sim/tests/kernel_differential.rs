@@ -197,9 +197,15 @@ fn module_seek(disk_name: &str) -> BTreeMap<String, f64> {
     ])
 }
 
+/// The module's 6.1 adaptations the Rust core has as switches: the
+/// front-merge lookup in the bio's own class (`as_request_merge`).
+fn as_61(_: &str) -> BTreeMap<String, f64> {
+    tunables(&[("front_merge_by_class", 1.0)])
+}
+
 #[test]
 fn kernel_anticipatory_is_as_request_by_request() {
-    assert_equal(("as", &none), ("kernel:anticipatory", &none));
+    assert_equal(("as", &as_61), ("kernel:anticipatory", &none));
 }
 
 /// The comparison sees a difference when there is one: AS waiting 1 ms
@@ -213,7 +219,13 @@ fn a_different_rule_is_seen() {
 
 #[test]
 fn kernel_wpcas_is_wpcas_request_by_request() {
-    assert_equal(("wpcas", &none), ("kernel:wpcas", &module_seek));
+    let rust = |d: &str| {
+        let mut t = module_seek(d);
+        t.extend(as_61(d));
+        t.insert("seek_model".into(), 1.0);
+        t
+    };
+    assert_equal(("wpcas", &rust), ("kernel:wpcas", &module_seek));
 }
 
 /// The other start-up (docs/paper-wpcas.md): STE judges a process from its
@@ -221,7 +233,13 @@ fn kernel_wpcas_is_wpcas_request_by_request() {
 #[test]
 fn kernel_wpcas_is_wpcas_with_the_optimistic_start_up() {
     let start = [("min_samples", 0.0), ("prior_ps", 1.0)];
-    let rust = |_: &str| tunables(&start);
+    let rust = |d: &str| {
+        let mut t = module_seek(d);
+        t.extend(tunables(&start));
+        t.extend(as_61(d));
+        t.insert("seek_model".into(), 1.0);
+        t
+    };
     let kernel = |d: &str| {
         let mut t = module_seek(d);
         t.extend(tunables(&start));

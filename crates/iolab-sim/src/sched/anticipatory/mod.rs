@@ -66,8 +66,8 @@ const fn with_core<const N: usize, const M: usize>(own: [Tunable; N]) -> [Tunabl
     out
 }
 
-static WPCAS_ALL: [Tunable; 11] = with_core(WPCAS_TUNABLES);
-static AS95_ALL: [Tunable; 9] = with_core(AS95_TUNABLES);
+static WPCAS_ALL: [Tunable; 19] = with_core(WPCAS_TUNABLES);
+static AS95_ALL: [Tunable; 10] = with_core(AS95_TUNABLES);
 
 /// WPCAS: AS with process classification and service-time evaluation.
 pub const WPCAS_INFO: SchedulerInfo = SchedulerInfo {
