@@ -247,3 +247,148 @@ fn kernel_wpcas_is_wpcas_with_the_optimistic_start_up() {
     };
     assert_equal(("wpcas", &rust), ("kernel:wpcas", &kernel));
 }
+
+// ---- random streams: every decision of the two, without the engine ----
+
+use proptest::prelude::*;
+
+#[derive(Copy, Clone, Debug)]
+enum Op {
+    /// A process submits a request: (pid, where, sectors, write, sync).
+    Insert(u32, u64, u32, bool, bool),
+    /// The device can take a request.
+    Dispatch,
+    /// The device completes the k-th request in flight.
+    Complete(usize),
+    /// Time passes, and timers due by then fire.
+    Tick(u64),
+    /// A process exits.
+    Exit(u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u32..6, 0u64..64, 1u32..64, any::<bool>(), any::<bool>())
+            .prop_map(|(p, w, n, wr, s)| Op::Insert(p, w, n, wr, s)),
+        4 => Just(Op::Dispatch),
+        3 => (0usize..4).prop_map(Op::Complete),
+        3 => (0u64..12_000_000).prop_map(Op::Tick),
+        1 => (0u32..6).prop_map(Op::Exit),
+    ]
+}
+
+fn cases() -> u32 {
+    std::env::var("IOLAB_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(1000)
+}
+
+/// Drive `rust` and `kernel` with one stream; the first decision on which
+/// they differ, if any.
+fn drive(rust: &mut dyn Elevator, kernel: &mut dyn Elevator, ops: &[Op], depth: usize, regions: u64) -> std::result::Result<(), String> {
+    let mut now = SimTime::ZERO;
+    let mut next_id = 0u32;
+    let mut in_flight: Vec<Request> = Vec::new();
+    let mut exited = [false; 6];
+    let mut last_pos = [0u64; 6];
+    for (i, op) in ops.iter().enumerate() {
+        match *op {
+            Op::Insert(pid, w, n, write, sync) => {
+                if exited[pid as usize] {
+                    continue;
+                }
+                // Mostly sequential per process, sometimes a jump.
+                let sector = if w < 48 { last_pos[pid as usize] } else { (w % regions) * 1_000_000 + u64::from(pid) * 8 };
+                last_pos[pid as usize] = sector + u64::from(n);
+                let dir = if write { iolab_sim::request::Dir::Write } else { iolab_sim::request::Dir::Read };
+                let rq = Request { id: next_id, pid, sector, nr_sectors: n, dir, sync, arrival: now };
+                next_id += 1;
+                rust.insert(rq, now);
+                kernel.insert(rq, now);
+            }
+            Op::Dispatch => {
+                if in_flight.len() >= depth {
+                    continue;
+                }
+                let a = match rust.dispatch(now) {
+                    Dispatch::Request(r) => Some(r),
+                    _ => None,
+                };
+                let b = match kernel.dispatch(now) {
+                    Dispatch::Request(r) => Some(r),
+                    _ => None,
+                };
+                if a != b {
+                    return Err(format!("op {i} at {now:?}: dispatch {a:?} against {b:?}"));
+                }
+                in_flight.extend(a);
+            }
+            Op::Complete(k) => {
+                if in_flight.is_empty() {
+                    continue;
+                }
+                let rq = in_flight.remove(k % in_flight.len());
+                rust.completed(&rq, now);
+                kernel.completed(&rq, now);
+            }
+            Op::Tick(ns) => {
+                now = now + ns;
+                rust.timer(now);
+                kernel.timer(now);
+            }
+            Op::Exit(pid) => {
+                if !exited[pid as usize] {
+                    exited[pid as usize] = true;
+                    rust.exit_process(pid, now);
+                    kernel.exit_process(pid, now);
+                }
+            }
+        }
+        if std::env::var("IOLAB_DIFF_TRACE").is_ok() {
+            eprintln!("{i} {op:?} now={now:?} q={}/{} timers={:?}/{:?} antic={:?}", rust.queued(), kernel.queued(), rust.armed_timer(), kernel.armed_timer(), rust.anticipation());
+        }
+        if rust.queued() != kernel.queued() || rust.anticipation() != kernel.anticipation() {
+            return Err(format!(
+                "op {i} ({op:?}) at {now:?}: queued {} against {}, counters {:?} against {:?}",
+                rust.queued(),
+                kernel.queued(),
+                rust.anticipation(),
+                kernel.anticipation()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn pair(rust: &str, rt: &BTreeMap<String, f64>, kernel: &str, kt: &BTreeMap<String, f64>, depth: u32) -> (Box<dyn Elevator>, Box<dyn Elevator>) {
+    let d = DiskSpec { preset: Some("hp97560".into()), ..DiskSpec::default() };
+    let disk = disk::build(&d, Path::new(".")).unwrap();
+    let ctx = SchedContext { queue_depth: depth, ..SchedContext::new(disk.position_cost()) };
+    (sched::build(rust, rt, &ctx).unwrap().0, sched::build(kernel, kt, &ctx).unwrap().0)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// AS and the module's anticipatory elevator make the same decision
+    /// at every step of a random stream (arrivals, dispatches,
+    /// completions, time, exits), with the same counters.
+    #[test]
+    fn random_streams_as(ops in proptest::collection::vec(op(), 1..300), depth in 1usize..3, regions in 1u64..40, antic in 0u64..9) {
+        let t = tunables(&[("antic_expire", antic as f64), ("front_merge_by_class", 1.0)]);
+        let kt = tunables(&[("antic_expire", antic as f64)]);
+        let (mut a, mut b) = pair("as", &t, "kernel:anticipatory", &kt, depth as u32);
+        prop_assert_eq!(drive(&mut *a, &mut *b, &ops, depth, regions), Ok(()));
+    }
+
+    /// The same for WPCAS with the module's seek model, both start-ups.
+    #[test]
+    fn random_streams_wpcas(ops in proptest::collection::vec(op(), 1..300), depth in 1usize..3, regions in 1u64..40, optimistic in any::<bool>()) {
+        let mut kt = module_seek("hp97560");
+        if optimistic {
+            kt.extend(tunables(&[("min_samples", 0.0), ("prior_ps", 1.0)]));
+        }
+        let mut t = kt.clone();
+        t.extend(tunables(&[("front_merge_by_class", 1.0), ("seek_model", 1.0)]));
+        let (mut a, mut b) = pair("wpcas", &t, "kernel:wpcas", &kt, depth as u32);
+        prop_assert_eq!(drive(&mut *a, &mut *b, &ops, depth, regions), Ok(()));
+    }
+}

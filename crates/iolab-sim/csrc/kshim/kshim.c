@@ -519,6 +519,8 @@ static void bio_from_sim(struct bio *bio, const struct kshim_rq *s)
 	bio->bi_iter.bi_size = s->nr_sectors << 9;
 }
 
+static void fire_hrtimers(struct kshim_instance *k);
+
 /* blk_mq_free_request: finish_request for a request with elevator data. */
 void blk_mq_free_request(struct request *rq)
 {
@@ -1012,6 +1014,12 @@ int kshim_dispatch(struct kshim_instance *k, uint64_t now,
 	struct request *rq;
 
 	enter(k, now);
+	/*
+	 * The simulator delivers timers after the other events of their
+	 * instant; in a kernel an hrtimer has fired by the time a queue run
+	 * starts at or after its expiry.
+	 */
+	fire_hrtimers(k);
 	/* blk_mq_dispatch_rq_list: the hardware queue's own list first */
 	rq = list_first_entry_or_null(&k->hctx_dispatch, struct request,
 				      queuelist);
@@ -1046,11 +1054,9 @@ uint64_t kshim_next_timer(struct kshim_instance *k)
 	return t;
 }
 
-void kshim_fire(struct kshim_instance *k, uint64_t now)
+/* Run every armed hrtimer whose expiry has come, earliest first. */
+static void fire_hrtimers(struct kshim_instance *k)
 {
-	enter(k, now);
-	if (k->rerun_at && k->rerun_at <= k->now)
-		k->rerun_at = 0;
 	for (;;) {
 		struct hrtimer *h, *due = NULL;
 
@@ -1064,6 +1070,14 @@ void kshim_fire(struct kshim_instance *k, uint64_t now)
 		if (due->function(due) == HRTIMER_RESTART && !due->armed)
 			hrtimer_start(due, due->expires, HRTIMER_MODE_ABS);
 	}
+}
+
+void kshim_fire(struct kshim_instance *k, uint64_t now)
+{
+	enter(k, now);
+	if (k->rerun_at && k->rerun_at <= k->now)
+		k->rerun_at = 0;
+	fire_hrtimers(k);
 }
 
 void kshim_completed(struct kshim_instance *k, uint32_t id, uint64_t now)
