@@ -253,7 +253,9 @@ impl WpcasPolicy {
         let head = ctx.last_sector;
         let t_s = m.seek_ns(head, candidate.sector) as i128;
         let t_a = m.seek_ns(head, head.saturating_add(ioc.seek.mean)) as i128;
-        let gain = t_s - t_a - mean_success_wait_ns(ioc).unwrap_or(0) as i128;
+        // The module bounds the gain to ±2^32 ns so that its 64-bit products
+        // cannot overflow (a larger gain decides nothing a smaller would not).
+        let gain = (t_s - t_a - mean_success_wait_ns(ioc).unwrap_or(0) as i128).clamp(-(1 << 32), 1 << 32);
         let period = self.period_ns(ctx.target, ioc, ctx.antic_expire_ns) as i128;
         ok as i128 * gain > failed as i128 * period
     }

@@ -72,3 +72,92 @@ fn a_lone_read_is_dispatched_and_completed() {
     let a = e.anticipation().unwrap();
     assert_eq!(a.started, 0, "a wait still running is not reported");
 }
+
+// ---- the module's defects (issue 23), in the harness ----
+
+use crate::request::Dir;
+
+fn rq(id: u32, pid: u32, sector: u64, write: bool, sync: bool) -> Request {
+    Request { id, pid, sector, nr_sectors: 8, dir: if write { Dir::Write } else { Dir::Read }, sync, arrival: ms(0) }
+}
+
+fn take(e: &mut Instance, now: SimTime) -> Option<Request> {
+    e.dispatch(now)
+}
+
+/// A request that the driver gives back with RQF_DONTPREP (a SCSI or NVMe
+/// retry) goes to the hardware queue's list, past the elevator; blk-mq
+/// calls requeue_request only. A direction change that waited for it to
+/// drain must not wait for ever (it did: changed_batch stayed set, has_work
+/// said yes and dispatch_request said no, every 3 ms, for good).
+#[test]
+fn a_dontprep_requeue_does_not_stall_a_direction_change() {
+    let mut e = Instance::new("anticipatory", 2).unwrap();
+    e.insert(&rq(0, 1, 1000, true, false), ms(0));
+    let w = take(&mut e, ms(0)).expect("the write");
+    e.insert(&rq(1, 2, 0, false, false), ms(1));
+    assert_eq!(take(&mut e, ms(1)), None, "reads wait for the write batch to drain");
+    e.requeue(w.id, true, ms(2));
+    assert_eq!(take(&mut e, ms(2)).map(|r| r.id), Some(w.id), "the requeued write goes past the elevator");
+    e.completed(w.id, ms(3));
+    let mut now = ms(3);
+    let mut got = None;
+    while got.is_none() && now < ms(1000) {
+        e.fire(now);
+        got = take(&mut e, now);
+        now = e.next_timer().unwrap_or(now + 3_000_000).max(now + 1);
+    }
+    assert_eq!(got.map(|r| r.id), Some(1), "the read is served");
+    assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
+}
+
+/// The awaited process's request comes back with RQF_DONTPREP and
+/// completes past the elevator: the wait must still end (it stayed in
+/// WAIT_REQ with no timer).
+#[test]
+fn a_dontprep_requeue_of_the_awaited_request_ends_the_wait() {
+    let mut e = Instance::new("anticipatory", 2).unwrap();
+    e.insert(&rq(0, 1, 0, false, false), ms(0));
+    let r = take(&mut e, ms(0)).unwrap();
+    e.insert(&rq(1, 2, 50_000_000, false, false), ms(1));
+    assert_eq!(take(&mut e, ms(1)), None, "AS waits for process 1 (WAIT_REQ)");
+    e.requeue(r.id, true, ms(2));
+    assert_eq!(take(&mut e, ms(2)).map(|x| x.id), Some(0));
+    e.completed(0, ms(3));
+    let mut now = ms(3);
+    let mut got = None;
+    while got.is_none() && now < ms(1000) {
+        e.fire(now);
+        got = take(&mut e, now);
+        now = e.next_timer().unwrap_or(now + 3_000_000).max(now + 1);
+    }
+    assert_eq!(got.map(|x| x.id), Some(1), "the other reader is served once the wait ends");
+    assert!(now < ms(20), "within antic_expire of the requeue, not later: {now:?}");
+}
+
+/// blk-mq's insert merge (elv_attempt_insert_merge -> attempt_merge)
+/// checks no sync class: a sync write merged into the async write before
+/// it, leaving a sync request in the async FIFO and tree. The module no
+/// longer merges on insert (2.6.20 did not either; bio merges, which
+/// allow_merge checks, still happen).
+#[test]
+fn insert_merges_do_not_mix_sync_and_async() {
+    let mut e = Instance::new("anticipatory", 1).unwrap();
+    e.set_insert_merges(true);
+    e.insert(&rq(0, 1, 0, true, false), ms(0));
+    e.insert(&rq(1, 2, 8, true, true), ms(0));
+    assert_eq!(e.insert_merged(), 0, "a sync write joined an async one");
+    assert_eq!(e.queued(), 2);
+    let mut seen = vec![];
+    let mut now = ms(0);
+    while seen.len() < 2 && now < ms(2000) {
+        e.fire(now);
+        if let Some(r) = take(&mut e, now) {
+            e.completed(r.id, now);
+            seen.push(r.id);
+        }
+        now = now + 1_000_000;
+    }
+    assert_eq!(seen.len(), 2);
+    assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
+}
