@@ -130,11 +130,14 @@ fn seeds() -> Vec<u64> {
     (1..=n).collect()
 }
 
+/// An elevator's name and its tunables for a disk preset.
+type Side<'a> = (&'a str, &'a dyn Fn(&str) -> BTreeMap<String, f64>);
+
 /// Compare `rust` and `kernel` (each with its tunables for a disk) on
 /// `presets` and both rotating disks: every run that differs, described.
 fn differences(
-    rust: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>),
-    kernel: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>),
+    rust: Side<'_>,
+    kernel: Side<'_>,
     presets: &[&str],
 ) -> (Vec<String>, usize) {
     let secs = std::env::var("IOLAB_DIFF_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(10.0);
@@ -159,7 +162,7 @@ fn all_presets() -> Vec<&'static str> {
     workload::presets().into_iter().map(|p| p.0).collect()
 }
 
-fn assert_equal(rust: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>), kernel: (&str, &dyn Fn(&str) -> BTreeMap<String, f64>)) {
+fn assert_equal(rust: Side<'_>, kernel: Side<'_>) {
     let (failures, total) = differences(rust, kernel, &all_presets());
     assert!(failures.is_empty(), "{} of the runs differ ({total} dispatches):\n{}", failures.len(), failures.join("\n"));
     assert!(total > 10_000, "too few dispatches compared: {total}");
@@ -330,7 +333,7 @@ fn drive(rust: &mut dyn Elevator, kernel: &mut dyn Elevator, ops: &[Op], depth: 
                 kernel.completed(&rq, now);
             }
             Op::Tick(ns) => {
-                now = now + ns;
+                now += ns;
                 rust.timer(now);
                 kernel.timer(now);
             }

@@ -284,6 +284,10 @@ impl TunableValues {
     }
 }
 
+/// An elevator's own check of given tunables (`SchedulerInfo::accept`):
+/// the values, the field path that prefixes errors.
+pub type AcceptFn = fn(&BTreeMap<String, f64>, &str) -> Result<TunableValues>;
+
 /// One entry of the scheduler table.
 pub struct SchedulerInfo {
     pub name: &'static str,
@@ -295,7 +299,7 @@ pub struct SchedulerInfo {
     /// declared ranges ([`resolve_tunables`]). Some: by the elevator itself
     /// (a kernel module's elevator: its sysfs store functions parse and
     /// clamp them, and what it refuses is an error naming the field).
-    pub accept: Option<fn(&BTreeMap<String, f64>, &str) -> Result<TunableValues>>,
+    pub accept: Option<AcceptFn>,
 }
 
 /// Every scheduler the simulator knows, keyed by name.

@@ -156,7 +156,7 @@ fn insert_merges_do_not_mix_sync_and_async() {
             e.completed(r.id, now);
             seen.push(r.id);
         }
-        now = now + 1_000_000;
+        now += 1_000_000;
     }
     assert_eq!(seen.len(), 2);
     assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
