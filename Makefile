@@ -5,6 +5,7 @@
 #   make bench   speed figures (see docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 #   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
+#   make test-differential  the module's C against the Rust elevators, 10,000 random streams (docs/kernel.md)
 #   make bench-mail   the mail server: FastQueue vs one file per message vs Postfix (docs/mail.md)
 #   make bench-emu    the emulated disk under qemu-io against iolab run (docs/emu.md)
 
@@ -16,7 +17,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .PHONY: all deps venv build test test-build test-rust test-python lint demo bench bench-queue bench-mail bench-emu clean \
-	test-kernel test-kernel-debug
+	test-kernel test-kernel-debug test-differential
 
 all: build
 
@@ -66,6 +67,12 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest -q
+
+# The module's C (kernel:anticipatory, kernel:wpcas) against as and wpcas:
+# every preset on both rotating disks over 4 seeds, and 10,000 random
+# streams each (make test runs 2 seeds and 1,000 streams); docs/kernel.md.
+test-differential:
+	IOLAB_DIFF_CASES=10000 IOLAB_DIFF_SEEDS=4 cargo test -p iolab-sim --profile $(TEST_PROFILE) --test kernel_differential
 
 # The elevator module: build, checkpatch, boot Debian's 6.1 under QEMU,
 # stress (docs/kernel.md). Needs root; a few minutes.

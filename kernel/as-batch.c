@@ -12,7 +12,8 @@
 void as_batch_init(struct as_data *ad)
 {
 	struct as_batch *b = &ad->batch;
-	u64 wb = as_ns_to_ticks_ceil(ad->batch_expire[AS_ASYNC]) / 10;
+	/* div_u64: a 64-bit division is a library call on 32-bit builds */
+	u64 wb = div_u64(as_ns_to_ticks_ceil(ad->batch_expire[AS_ASYNC]), 10);
 
 	/*
 	 * as_init_queue: the batch fields start zeroed, so the first batch

@@ -36,6 +36,8 @@
 #include <linux/bio.h>
 #include <linux/ktime.h>
 
+#include <trace/events/block.h>
+
 #include "as-iosched.h"
 #include "blk.h"
 #include "blk-mq.h"
@@ -378,21 +380,28 @@ bool as_has_work(struct blk_mq_hw_ctx *hctx)
 
 /* ---- insertion (as_add_request + as_update_rq) ---- */
 
+/*
+ * No insert merge (blk_mq_sched_try_insert_merge): attempt_merge checks no
+ * sync class, so a sync request would join an async one (or the other way
+ * round) and the survivor would sit in one class's tree and the other's
+ * FIFO. 2.6.20 had no insert merge either; bio merges, which allow_merge
+ * keeps within a class, still happen.
+ */
 static void as_insert_request(struct as_data *ad, struct request *rq,
-			      bool at_head, struct list_head *free)
+			      bool at_head)
 {
 	struct request_queue *q = ad->q;
 	struct as_proc *proc = as_rq_proc(rq);
 	struct as_sample sample;
 	int dir;
 
-	if (blk_mq_sched_try_insert_merge(q, rq, free))
-		return;
 	ad->inserted++;
+	trace_block_rq_insert(rq);
 	dir = op_is_sync(rq->cmd_flags) ? AS_SYNC : AS_ASYNC;
 	if (at_head) {
 		as_rq_set_flags(rq, (dir == AS_SYNC ? AS_RQ_SYNC : 0) | AS_RQ_ATHEAD);
-		list_add_tail(&rq->queuelist, &ad->dispatch);
+		/* as dd_insert_request: the last one put at the head goes first */
+		list_add(&rq->queuelist, &ad->dispatch);
 		return;
 	}
 	as_rq_set_flags(rq, (dir == AS_SYNC ? AS_RQ_SYNC : 0) | AS_RQ_QUEUED);
@@ -421,26 +430,41 @@ void as_insert_requests(struct blk_mq_hw_ctx *hctx, struct list_head *list,
 			bool at_head)
 {
 	struct as_data *ad = as_queue_data(hctx->queue);
-	struct request *rq, *next;
-	LIST_HEAD(free);
+	struct request *rq;
 
 	spin_lock_irq(&ad->lock);
 	as_set_now(ad, ktime_get_ns());
 	while (!list_empty(list)) {
 		rq = list_first_entry(list, struct request, queuelist);
 		list_del_init(&rq->queuelist);
-		as_insert_request(ad, rq, at_head, &free);
+		as_insert_request(ad, rq, at_head);
 	}
 	as_update_ready(ad);
 	spin_unlock_irq(&ad->lock);
-	/* blk_mq_free_requests is not exported: free one by one. */
-	list_for_each_entry_safe(rq, next, &free, queuelist) {
-		list_del_init(&rq->queuelist);
-		blk_mq_free_request(rq);
-	}
 }
 
 /* ---- completion ---- */
+
+/*
+ * A dispatched request no longer counts as in the device: it completed, or
+ * the driver gave it back. A direction change that waited for it goes on
+ * (as_completed_request's batch part), and the wait for its process, if it
+ * is the one waited for, starts its clock now.
+ */
+static void as_dispatched_done(struct as_data *ad, struct request *rq,
+			       struct as_proc *proc, int dir)
+{
+	as_rq_set_flags(rq, as_rq_flags(rq) & ~AS_RQ_DISPATCHED);
+	as_batch_completed(ad, dir);
+	if (!WARN_ON_ONCE(!ad->nr_dispatched))
+		ad->nr_dispatched--;
+	if (proc && proc == ad->target) {
+		ad->antic_start = ad->now;
+		ad->ioc_finished = true;
+		if (ad->antic_status == ANTIC_WAIT_REQ)
+			as_antic_waitnext(ad, ad->policy->wait_ns(ad));
+	}
+}
 
 /*
  * as_completed_request (+ as_put_io_context), in interrupt context. The
@@ -463,17 +487,8 @@ void as_completed_request(struct request *rq, u64 now)
 	spin_lock_irqsave(&ad->lock, flags);
 	as_set_now(ad, now ? now : ktime_get_ns());
 	was_ready = ad->ready;
-	as_rq_set_flags(rq, as_rq_flags(rq) & ~AS_RQ_DISPATCHED);
-	as_batch_completed(ad, dir);
-	if (!WARN_ON_ONCE(!ad->nr_dispatched))
-		ad->nr_dispatched--;
+	as_dispatched_done(ad, rq, proc, dir);
 	ad->completed++;
-	if (proc && proc == ad->target) {
-		ad->antic_start = ad->now;
-		ad->ioc_finished = true;
-		if (ad->antic_status == ANTIC_WAIT_REQ)
-			as_antic_waitnext(ad, ad->policy->wait_ns(ad));
-	}
 	if (proc && dir == AS_SYNC)
 		as_completed_sync(ad, proc);
 	as_update_ready(ad);
@@ -484,8 +499,16 @@ void as_completed_request(struct request *rq, u64 now)
 }
 
 /*
- * The driver gave a dispatched request back; blk-mq inserts it again
- * (at the head). Undo the dispatch accounting.
+ * The driver gave a dispatched request back (blk_mq_requeue_request). It
+ * may come back through insert_requests (at the head), or, with
+ * RQF_DONTPREP (SCSI and NVMe retries), go straight to the hardware
+ * queue's dispatch list and complete without the elevator seeing it again.
+ * So, as BFQ (bfq_finish_requeue_request) and Kyber (kyber_finish_request)
+ * do, the request leaves the elevator's accounting here: a direction change
+ * waiting for it goes on and a wait for its process gets its timer.
+ * Otherwise the change, or WAIT_REQ, would wait for ever for a completion
+ * that never reaches the elevator. Its process's think time does not
+ * start: it has not got its data.
  */
 void as_requeue_request(struct request *rq)
 {
@@ -495,9 +518,8 @@ void as_requeue_request(struct request *rq)
 	if (!(as_rq_flags(rq) & AS_RQ_DISPATCHED))
 		return;
 	spin_lock_irqsave(&ad->lock, flags);
-	as_rq_set_flags(rq, as_rq_flags(rq) & ~AS_RQ_DISPATCHED);
-	if (!WARN_ON_ONCE(!ad->nr_dispatched))
-		ad->nr_dispatched--;
+	as_set_now(ad, ktime_get_ns());
+	as_dispatched_done(ad, rq, as_rq_proc(rq), as_rq_dir(rq));
 	ad->requeued++;
 	as_update_ready(ad);
 	spin_unlock_irqrestore(&ad->lock, flags);
@@ -607,6 +629,7 @@ bool as_bio_merge(struct request_queue *q, struct bio *bio,
 	bool merged;
 
 	spin_lock_irq(&ad->lock);
+	as_set_now(ad, ktime_get_ns());
 	merged = blk_mq_sched_try_merge(q, bio, nr_segs, &free);
 	if (merged)
 		ad->merged++;
@@ -652,15 +675,18 @@ void as_request_merged(struct request_queue *q, struct request *rq,
 
 /*
  * @next was merged into @rq (as_merged_requests): @rq takes the earlier
- * FIFO time and position, and @next leaves. @next may never have been
- * inserted (an insert merge).
+ * FIFO time and position, and @next leaves; then, as 2.6.20's
+ * as_put_io_context does for it, @next's process counts as having had sync
+ * I/O complete now (IORUNNING, and its think time starts).
  */
 void as_requests_merged(struct request_queue *q, struct request *rq,
 			struct request *next)
 {
 	struct as_data *ad = as_queue_data(q);
+	struct as_proc *proc = as_rq_proc(next);
 
 	lockdep_assert_held(&ad->lock);
+	as_set_now(ad, ktime_get_ns());
 	ad->merged++;
 	if (!(as_rq_flags(next) & AS_RQ_QUEUED))
 		return;
@@ -670,6 +696,8 @@ void as_requests_merged(struct request_queue *q, struct request *rq,
 		rq->fifo_time = next->fifo_time;
 	}
 	as_remove_queued(ad, next);
+	if (proc && as_rq_dir(next) == AS_SYNC)
+		as_completed_sync(ad, proc);
 }
 
 /* ---- per-process contexts ---- */

@@ -96,7 +96,7 @@ fn main() {
         std::process::exit(2);
     }
     println!("simulator speed: {requests} requests per run on disk '{disk_name}', one core, release build");
-    println!("{:<38} {:<10} {:>12} {:>10} {:>14}", "workload", "scheduler", "requests/s", "wall s", "simulated s");
+    println!("{:<38} {:<19} {:>12} {:>10} {:>14}", "workload", "scheduler", "requests/s", "wall s", "simulated s");
     for (k, (wname, w, own_disk)) in workloads().into_iter().enumerate() {
         if only.is_some_and(|o| o != k) {
             continue;
@@ -129,7 +129,7 @@ fn main() {
             let wall = t0.elapsed().as_secs_f64();
             let done = out.collector.completed();
             println!(
-                "{:<38} {:<10} {:>12.0} {:>10.3} {:>14.1}",
+                "{:<38} {:<19} {:>12.0} {:>10.3} {:>14.1}",
                 wname,
                 name,
                 done as f64 / wall,
@@ -164,7 +164,7 @@ fn bench_validation(requests: u64) {
         served += iolab_sim::validate::replay(disk.as_mut(), &trace).len() as u64;
     }
     let wall = t0.elapsed().as_secs_f64();
-    println!("{:<38} {:<10} {:>12.0} {:>10.3} {:>14}", "DiskSim validation replay (C2247A)", "-", served as f64 / wall, wall, "-");
+    println!("{:<38} {:<19} {:>12.0} {:>10.3} {:>14}", "DiskSim validation replay (C2247A)", "-", served as f64 / wall, wall, "-");
 }
 
 /// `data/disksim/` of the source tree the binary was built from.

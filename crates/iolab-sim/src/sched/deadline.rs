@@ -249,6 +249,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "Linux 2.6.20 deadline: sector-sorted batches with read/write FIFO expiry",
     tunables: &TUNABLES,
     build,
+    accept: None,
 };
 
 fn build(v: &TunableValues, _: &SchedContext) -> Box<dyn Elevator> {

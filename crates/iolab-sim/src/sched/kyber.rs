@@ -322,6 +322,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "Linux 6.1 Kyber: per-domain token pools sized from read/write latency targets",
     tunables: &TUNABLES,
     build,
+    accept: None,
 };
 
 fn build(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {

@@ -30,6 +30,7 @@ pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
 pub mod deadline;
+pub mod kernel;
 pub mod kyber;
 pub mod mq;
 pub mod mq_deadline;
@@ -283,6 +284,10 @@ impl TunableValues {
     }
 }
 
+/// An elevator's own check of given tunables (`SchedulerInfo::accept`):
+/// the values, the field path that prefixes errors.
+pub type AcceptFn = fn(&BTreeMap<String, f64>, &str) -> Result<TunableValues>;
+
 /// One entry of the scheduler table.
 pub struct SchedulerInfo {
     pub name: &'static str,
@@ -290,6 +295,11 @@ pub struct SchedulerInfo {
     pub summary: &'static str,
     pub tunables: &'static [Tunable],
     pub build: fn(&TunableValues, &SchedContext) -> Box<dyn Elevator>,
+    /// How given tunable values are taken. None: checked against the
+    /// declared ranges ([`resolve_tunables`]). Some: by the elevator itself
+    /// (a kernel module's elevator: its sysfs store functions parse and
+    /// clamp them, and what it refuses is an error naming the field).
+    pub accept: Option<AcceptFn>,
 }
 
 /// Every scheduler the simulator knows, keyed by name.
@@ -304,6 +314,8 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     mq_deadline::INFO,
     kyber::INFO,
     bfq::INFO,
+    kernel::AS_INFO,
+    kernel::WPCAS_INFO,
 ];
 
 /// Look a scheduler up by name or alias.
@@ -325,6 +337,9 @@ pub fn resolve_tunables(
     given: &BTreeMap<String, f64>,
     field: &str,
 ) -> Result<TunableValues> {
+    if let Some(accept) = info.accept {
+        return accept(given, field);
+    }
     let mut values = BTreeMap::new();
     for t in info.tunables {
         values.insert(t.name.to_string(), t.default);

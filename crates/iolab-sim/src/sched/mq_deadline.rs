@@ -353,6 +353,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "Linux 6.1 mq-deadline: priority levels, sector-sorted batches, FIFO expiry, write starvation limit",
     tunables: &TUNABLES,
     build,
+    accept: None,
 };
 
 fn build(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {

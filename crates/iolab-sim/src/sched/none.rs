@@ -29,6 +29,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "Linux 6.1 without an elevator: FIFO of queue_depth driver tags, submitters wait for a tag",
     tunables: &[],
     build,
+    accept: None,
 };
 
 fn build(_: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {

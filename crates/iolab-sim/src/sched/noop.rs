@@ -15,6 +15,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "first come, first served; no reordering (merges through the block layer)",
     tunables: &[],
     build,
+    accept: None,
 };
 
 fn build(_: &TunableValues, _: &SchedContext) -> Box<dyn Elevator> {

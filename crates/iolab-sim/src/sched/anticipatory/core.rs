@@ -37,6 +37,10 @@ pub struct Config {
     /// 0 disables anticipation.
     pub antic_expire_ns: u64,
     pub hz: Hz,
+    /// Look for a front merge in the tree of the bio's own class (sync or
+    /// async), as kernel/'s module does on 6.1 (`as_request_merge`), instead
+    /// of 2.6.20's `sort_list[bio_data_dir(bio)]`.
+    pub front_merge_by_class: bool,
 }
 
 impl Config {
@@ -47,6 +51,7 @@ impl Config {
             batch_expire_ns: [v.ms_as_ns("read_batch_expire"), v.ms_as_ns("write_batch_expire")],
             antic_expire_ns: v.ms_as_ns("antic_expire"),
             hz: Hz::new(PAPER_HZ),
+            front_merge_by_class: v.get("front_merge_by_class") != 0.0,
         }
     }
 }
@@ -379,9 +384,11 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
     /// looks for a read bio's front merge in the async tree and for a
     /// write bio's in the sync tree; the block layer then refuses a
     /// candidate of the other data direction. In effect only a write bio
-    /// front-merges here, into a sync write.
+    /// front-merges here, into a sync write. With `front_merge_by_class`
+    /// the bio's own class is searched, as the module does on 6.1.
     fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
         let tree = match bio.dir {
+            _ if self.st.cfg.front_merge_by_class => bio.sync_index(),
             Dir::Read => ASYNC,
             Dir::Write => SYNC,
         };
@@ -446,7 +453,7 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
 
 /// The core's tunables, with Linux's names and sysfs units. A policy's
 /// scheduler entry lists these first, then its own.
-pub const CORE_TUNABLES: [Tunable; 5] = [
+pub const CORE_TUNABLES: [Tunable; 6] = [
     Tunable::ms("read_expire", READ_EXPIRE_MS, "a sync request is served once it is this old"),
     Tunable::ms("write_expire", WRITE_EXPIRE_MS, "an async request is served once it is this old"),
     Tunable::ms("read_batch_expire", READ_BATCH_EXPIRE_MS, "sync batch length when writes wait"),
@@ -455,4 +462,12 @@ pub const CORE_TUNABLES: [Tunable; 5] = [
     // anticipation (docs/spec.md shows this bound).
     Tunable::ms("antic_expire", ANTIC_EXPIRE_MS, "longest wait for the last reader; 0: off")
         .with_max(600.0),
+    Tunable {
+        name: "front_merge_by_class",
+        unit: "bool",
+        min: 0.0,
+        max: 1.0,
+        default: 0.0,
+        help: "1: front merges looked up in the bio's own sync class, as kernel/'s module does on 6.1; 0: 2.6.20's tree",
+    },
 ];

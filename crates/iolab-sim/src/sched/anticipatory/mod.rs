@@ -44,6 +44,7 @@ pub const AS_INFO: SchedulerInfo = SchedulerInfo {
         "Linux 2.6.20 anticipatory scheduler: deadline-style batches that idle for the last reader",
     tunables: &CORE_TUNABLES,
     build: build_as,
+    accept: None,
 };
 
 fn build_as(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
@@ -65,8 +66,8 @@ const fn with_core<const N: usize, const M: usize>(own: [Tunable; N]) -> [Tunabl
     out
 }
 
-static WPCAS_ALL: [Tunable; 11] = with_core(WPCAS_TUNABLES);
-static AS95_ALL: [Tunable; 9] = with_core(AS95_TUNABLES);
+static WPCAS_ALL: [Tunable; 19] = with_core(WPCAS_TUNABLES);
+static AS95_ALL: [Tunable; 10] = with_core(AS95_TUNABLES);
 
 /// WPCAS: AS with process classification and service-time evaluation.
 pub const WPCAS_INFO: SchedulerInfo = SchedulerInfo {
@@ -75,6 +76,7 @@ pub const WPCAS_INFO: SchedulerInfo = SchedulerInfo {
     summary: "AS + per-process anticipation periods (PC) and a service-time test (STE), Chen et al.",
     tunables: &WPCAS_ALL,
     build: build_wpcas,
+    accept: None,
 };
 
 fn build_wpcas(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
@@ -88,6 +90,7 @@ pub const AS95_INFO: SchedulerInfo = SchedulerInfo {
     summary: "Iyer & Druschel's 95% heuristic: wait up to the p95 think time when the benefit exceeds the cost",
     tunables: &AS95_ALL,
     build: build_as95,
+    accept: None,
 };
 
 fn build_as95(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {

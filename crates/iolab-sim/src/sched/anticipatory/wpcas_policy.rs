@@ -51,8 +51,10 @@ pub const NAME: &str = "wpcas";
 /// The paper assumes think times within [0, 20] ms (section 3.1).
 const HIST_RANGE_MS: usize = 20;
 
-/// WPCAS's own tunables (DESIGN.md defaults).
-pub const WPCAS_TUNABLES: [Tunable; 6] = [
+/// WPCAS's own tunables (DESIGN.md defaults), then the module's seek
+/// model (kernel/wpcas.h: the HP 97560 of the preset by default) and the
+/// switch that makes STE use it instead of the disk model's cost.
+pub const WPCAS_TUNABLES: [Tunable; 13] = [
     HIST_LEN,
     Tunable { name: "window_ms", unit: "ms", min: 1.0, max: 20.0, default: 2.0,
               help: "width of the densest-window search (whole ms)" },
@@ -63,7 +65,49 @@ pub const WPCAS_TUNABLES: [Tunable; 6] = [
     MAX_WAIT_MS,
     Tunable { name: "prior_ps", unit: "", min: 0.0, max: 1.0, default: 0.0,
               help: "p_s taken for a process with no finished anticipation (the paper does not say)" },
+    Tunable { name: "seek_model", unit: "bool", min: 0.0, max: 1.0, default: 0.0,
+              help: "1: STE's seek times from the seek_* curve, in the module's integer arithmetic (kernel:wpcas); 0: from the disk model" },
+    Tunable { name: "seek_cyl_sectors", unit: "sectors", min: 1.0, max: 4294967296.0, default: 1368.0,
+              help: "seek_model 1: sectors per cylinder" },
+    Tunable { name: "seek_linear_cyl", unit: "cylinders", min: 0.0, max: 2147483648.0, default: 384.0,
+              help: "seek_model 1: from this many cylinders on, the curve is linear" },
+    Tunable { name: "seek_sqrt_a_ns", unit: "ns", min: 0.0, max: 1e10, default: 3240000.0,
+              help: "seek_model 1: seek(d) = a + b*sqrt(d) below seek_linear_cyl: a" },
+    Tunable { name: "seek_sqrt_b_ns", unit: "ns", min: 0.0, max: 1e9, default: 400000.0,
+              help: "seek_model 1: seek(d) = a + b*sqrt(d) below seek_linear_cyl: b" },
+    Tunable { name: "seek_lin_a_ns", unit: "ns", min: 0.0, max: 1e10, default: 8000000.0,
+              help: "seek_model 1: seek(d) = a + b*d from seek_linear_cyl on: a" },
+    Tunable { name: "seek_lin_b_ps", unit: "ps", min: 0.0, max: 1e9, default: 8000000.0,
+              help: "seek_model 1: seek(d) = a + b*d from seek_linear_cyl on: b, ps per cylinder" },
 ];
+
+/// The module's seek model (kernel/wpcas-policy.c, wpcas_seek_ns): a
+/// two-piece curve over one cylinder size, in integers, the square root in
+/// 16.16 fixed point, so that it gives the module's numbers to the ns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ModuleSeek {
+    pub cyl_sectors: u64,
+    pub linear_cyl: u64,
+    pub sqrt_a_ns: u64,
+    pub sqrt_b_ns: u64,
+    pub lin_a_ns: u64,
+    pub lin_b_ps: u64,
+}
+
+impl ModuleSeek {
+    pub fn seek_ns(&self, from: u64, to: u64) -> u64 {
+        let d = (from / self.cyl_sectors).abs_diff(to / self.cyl_sectors);
+        if d == 0 {
+            0
+        } else if d < self.linear_cyl {
+            // (d << 32).isqrt() is sqrt(d) in 16.16 fixed point.
+            self.sqrt_a_ns + ((self.sqrt_b_ns * (d << 32).isqrt()) >> 16)
+        } else {
+            // Past 2^32 cylinders the curve is flat (and the product fits).
+            self.lin_a_ns + self.lin_b_ps * d.min(1 << 32) / 1000
+        }
+    }
+}
 
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Params {
@@ -74,6 +118,9 @@ pub struct Params {
     pub max_wait_ns: u64,
     /// p_s before a process has a finished anticipation of its own.
     pub prior_ps: f64,
+    /// STE with the module's seek model and arithmetic (None: the disk
+    /// model's cost, in floating point).
+    pub module_seek: Option<ModuleSeek>,
 }
 
 impl Params {
@@ -85,6 +132,14 @@ impl Params {
             min_samples: v.get("min_samples") as u64,
             max_wait_ns: v.ms_as_ns("max_wait_ms"),
             prior_ps: v.get("prior_ps"),
+            module_seek: (v.get("seek_model") != 0.0).then(|| ModuleSeek {
+                cyl_sectors: v.get("seek_cyl_sectors") as u64,
+                linear_cyl: v.get("seek_linear_cyl") as u64,
+                sqrt_a_ns: v.get("seek_sqrt_a_ns") as u64,
+                sqrt_b_ns: v.get("seek_sqrt_b_ns") as u64,
+                lin_a_ns: v.get("seek_lin_a_ns") as u64,
+                lin_b_ps: v.get("seek_lin_b_ps") as u64,
+            }),
         }
     }
 }
@@ -181,6 +236,30 @@ impl WpcasPolicy {
         Some(p_s * (t_s - t_a - t_as) - p_f * period)
     }
 
+    /// STE as the module decides it (wpcas_worth_waiting): Δ > 0 in
+    /// integers, n·Δ = ok·(T_s − T_a − T_as) − failed·P with n finished
+    /// anticipations, or with p_s = prior_ps in thousandths when n = 0.
+    pub fn module_worth_waiting(&self, m: &ModuleSeek, ctx: &PolicyCtx<'_>, candidate: &Request) -> bool {
+        let ioc = ctx.target_ioc();
+        let (mut ok, mut failed) = (ioc.antic.succeeded, ioc.antic.failed);
+        if ok + failed == 0 {
+            ok = (self.p.prior_ps * 1000.0).round() as u64;
+            failed = 1000 - ok;
+        }
+        while ok + failed > 1 << 30 {
+            ok >>= 1;
+            failed >>= 1;
+        }
+        let head = ctx.last_sector;
+        let t_s = m.seek_ns(head, candidate.sector) as i128;
+        let t_a = m.seek_ns(head, head.saturating_add(ioc.seek.mean)) as i128;
+        // The module bounds the gain to ±2^32 ns so that its 64-bit products
+        // cannot overflow (a larger gain decides nothing a smaller would not).
+        let gain = (t_s - t_a - mean_success_wait_ns(ioc).unwrap_or(0) as i128).clamp(-(1 << 32), 1 << 32);
+        let period = self.period_ns(ctx.target, ioc, ctx.antic_expire_ns) as i128;
+        ok as i128 * gain > failed as i128 * period
+    }
+
     fn experienced(&self, ioc: &IoContext) -> bool {
         ioc.antic.succeeded + ioc.antic.failed >= self.p.min_samples
     }
@@ -198,7 +277,10 @@ impl AnticPolicy for WpcasPolicy {
 
     fn can_break(&mut self, ctx: &mut PolicyCtx<'_>, rq: Option<&Request>, at: Moment) -> bool {
         let experienced = self.experienced(ctx.target_ioc());
-        break_unless_worth_waiting(ctx, rq, at, experienced, |ctx, rq| self.delta_ns(ctx, rq).map(|d| d > 0.0))
+        break_unless_worth_waiting(ctx, rq, at, experienced, |ctx, rq| match self.p.module_seek {
+            Some(m) => rq.map(|r| self.module_worth_waiting(&m, ctx, r)),
+            None => self.delta_ns(ctx, rq).map(|d| d > 0.0),
+        })
     }
 
     fn wait_ns(&self, ctx: &PolicyCtx<'_>) -> u64 {
@@ -235,6 +317,7 @@ pub fn default_params() -> Params {
         min_samples: WPCAS_TUNABLES[3].default as u64,
         max_wait_ns: ms_to_ns(WPCAS_TUNABLES[4].default),
         prior_ps: WPCAS_TUNABLES[5].default,
+        module_seek: None,
     }
 }
 

@@ -583,6 +583,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "Linux 6.1 BFQ: B-WF2Q+ over per-process queues with sector budgets, idling, weight raising",
     tunables: &TUNABLES,
     build,
+    accept: None,
 };
 
 fn build(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {

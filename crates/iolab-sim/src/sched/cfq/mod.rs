@@ -127,6 +127,7 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
     summary: "completely fair queueing (Linux 2.6.20): per-process time slices, round robin, idling",
     tunables: TUNABLES,
     build,
+    accept: None,
 };
 
 fn build(values: &TunableValues, _: &SchedContext) -> Box<dyn Elevator> {

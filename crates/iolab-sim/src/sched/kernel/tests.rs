@@ -1,0 +1,163 @@
+//! The kernel elevators behind the trait: their sysfs files, parsed by the
+//! module, and the declaration of their tunables kept equal to the module.
+
+use super::*;
+use crate::sched::{build, find, resolve_tunables};
+use crate::sched::testutil::{ms, read, NoCost};
+use std::sync::Arc;
+
+fn ctx() -> SchedContext {
+    SchedContext::new(Arc::new(NoCost))
+}
+
+fn given(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// Every declared tunable is a writable sysfs file of the module, every
+/// writable file is declared, and the declared default is what the module
+/// shows on a new instance.
+#[test]
+fn declared_tunables_are_the_modules_files_and_defaults() {
+    for (info, module) in [(&AS_INFO, "anticipatory"), (&WPCAS_INFO, "wpcas")] {
+        let inst = Instance::new(module, 1).expect("registered");
+        let writable: Vec<String> = inst.attrs().into_iter().filter(|a| a.1).map(|a| a.0).collect();
+        let declared: Vec<String> = info.tunables.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(writable, declared, "{module}");
+        for t in info.tunables {
+            let shown: f64 = inst.show(t.name).unwrap().trim().parse().unwrap();
+            assert_eq!(shown, t.default, "{module} {}", t.name);
+        }
+    }
+}
+
+#[test]
+fn both_elevators_are_registered_under_their_names() {
+    let names = registered();
+    assert!(names.contains(&("anticipatory".into(), Some("as".into()))), "{names:?}");
+    assert!(names.iter().any(|(n, _)| n == "wpcas"));
+    assert!(find("kernel:as").is_ok() && find("kernel:wpcas").is_ok());
+}
+
+/// What the module's store refuses, the simulator refuses, naming the
+/// field; what it clamps is clamped.
+#[test]
+fn tunables_go_through_the_modules_parser() {
+    let info = find("kernel:anticipatory").unwrap();
+    let e = resolve_tunables(info, &given(&[("antic_expire", 1.5)]), "scheduler[0]").unwrap_err().to_string();
+    assert!(e.contains("scheduler[0].antic_expire") && e.contains("EINVAL") && e.contains("1.5"), "{e}");
+    let e = resolve_tunables(info, &given(&[("read_expire", -3.0)]), "s").unwrap_err().to_string();
+    assert!(e.contains("s.read_expire") && e.contains("'-3'"), "{e}");
+    let v = resolve_tunables(info, &given(&[("antic_expire", 700.0)]), "s").unwrap();
+    assert_eq!(v.get("antic_expire"), 600.0, "as_store_u64 clamps to 600 ms");
+    let e = resolve_tunables(info, &given(&[("nonsense", 1.0)]), "s").unwrap_err().to_string();
+    assert!(e.contains("has no tunable 'nonsense'"), "{e}");
+    let w = find("kernel:wpcas").unwrap();
+    let v = resolve_tunables(w, &given(&[("gamma", 0.25), ("hist_len", 9999.0)]), "s").unwrap();
+    assert_eq!((v.get("gamma"), v.get("hist_len")), (0.25, 256.0));
+    assert!(resolve_tunables(w, &given(&[("gamma", 0.0001)]), "s").is_ok(), "three decimals: 0.000");
+}
+
+#[test]
+fn a_lone_read_is_dispatched_and_completed() {
+    let (mut e, _) = build("kernel:anticipatory", &BTreeMap::new(), &ctx()).unwrap();
+    e.insert(read(0, 0, 100), ms(1));
+    assert_eq!(e.queued(), 1);
+    let Dispatch::Request(rq) = e.dispatch(ms(1)) else { panic!("no request") };
+    assert_eq!((rq.id, rq.sector), (0, 100));
+    assert_eq!(e.queued(), 0);
+    e.completed(&rq, ms(5));
+    // The reader is waited for: the timer runs to 5 + 6 ms.
+    assert_eq!(e.dispatch(ms(5)), Dispatch::Nothing);
+    let a = e.anticipation().unwrap();
+    assert_eq!(a.started, 0, "a wait still running is not reported");
+}
+
+// ---- the module's defects (issue 23), in the harness ----
+
+use crate::request::Dir;
+
+fn rq(id: u32, pid: u32, sector: u64, write: bool, sync: bool) -> Request {
+    Request { id, pid, sector, nr_sectors: 8, dir: if write { Dir::Write } else { Dir::Read }, sync, arrival: ms(0) }
+}
+
+fn take(e: &mut Instance, now: SimTime) -> Option<Request> {
+    e.dispatch(now)
+}
+
+/// A request that the driver gives back with RQF_DONTPREP (a SCSI or NVMe
+/// retry) goes to the hardware queue's list, past the elevator; blk-mq
+/// calls requeue_request only. A direction change that waited for it to
+/// drain must not wait for ever (it did: changed_batch stayed set, has_work
+/// said yes and dispatch_request said no, every 3 ms, for good).
+#[test]
+fn a_dontprep_requeue_does_not_stall_a_direction_change() {
+    let mut e = Instance::new("anticipatory", 2).unwrap();
+    e.insert(&rq(0, 1, 1000, true, false), ms(0));
+    let w = take(&mut e, ms(0)).expect("the write");
+    e.insert(&rq(1, 2, 0, false, false), ms(1));
+    assert_eq!(take(&mut e, ms(1)), None, "reads wait for the write batch to drain");
+    e.requeue(w.id, true, ms(2));
+    assert_eq!(take(&mut e, ms(2)).map(|r| r.id), Some(w.id), "the requeued write goes past the elevator");
+    e.completed(w.id, ms(3));
+    let mut now = ms(3);
+    let mut got = None;
+    while got.is_none() && now < ms(1000) {
+        e.fire(now);
+        got = take(&mut e, now);
+        now = e.next_timer().unwrap_or(now + 3_000_000).max(now + 1);
+    }
+    assert_eq!(got.map(|r| r.id), Some(1), "the read is served");
+    assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
+}
+
+/// The awaited process's request comes back with RQF_DONTPREP and
+/// completes past the elevator: the wait must still end (it stayed in
+/// WAIT_REQ with no timer).
+#[test]
+fn a_dontprep_requeue_of_the_awaited_request_ends_the_wait() {
+    let mut e = Instance::new("anticipatory", 2).unwrap();
+    e.insert(&rq(0, 1, 0, false, false), ms(0));
+    let r = take(&mut e, ms(0)).unwrap();
+    e.insert(&rq(1, 2, 50_000_000, false, false), ms(1));
+    assert_eq!(take(&mut e, ms(1)), None, "AS waits for process 1 (WAIT_REQ)");
+    e.requeue(r.id, true, ms(2));
+    assert_eq!(take(&mut e, ms(2)).map(|x| x.id), Some(0));
+    e.completed(0, ms(3));
+    let mut now = ms(3);
+    let mut got = None;
+    while got.is_none() && now < ms(1000) {
+        e.fire(now);
+        got = take(&mut e, now);
+        now = e.next_timer().unwrap_or(now + 3_000_000).max(now + 1);
+    }
+    assert_eq!(got.map(|x| x.id), Some(1), "the other reader is served once the wait ends");
+    assert!(now < ms(20), "within antic_expire of the requeue, not later: {now:?}");
+}
+
+/// blk-mq's insert merge (elv_attempt_insert_merge -> attempt_merge)
+/// checks no sync class: a sync write merged into the async write before
+/// it, leaving a sync request in the async FIFO and tree. The module no
+/// longer merges on insert (2.6.20 did not either; bio merges, which
+/// allow_merge checks, still happen).
+#[test]
+fn insert_merges_do_not_mix_sync_and_async() {
+    let mut e = Instance::new("anticipatory", 1).unwrap();
+    e.set_insert_merges(true);
+    e.insert(&rq(0, 1, 0, true, false), ms(0));
+    e.insert(&rq(1, 2, 8, true, true), ms(0));
+    assert_eq!(e.insert_merged(), 0, "a sync write joined an async one");
+    assert_eq!(e.queued(), 2);
+    let mut seen = vec![];
+    let mut now = ms(0);
+    while seen.len() < 2 && now < ms(2000) {
+        e.fire(now);
+        if let Some(r) = take(&mut e, now) {
+            e.completed(r.id, now);
+            seen.push(r.id);
+        }
+        now += 1_000_000;
+    }
+    assert_eq!(seen.len(), 2);
+    assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
+}
