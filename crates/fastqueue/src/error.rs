@@ -82,9 +82,10 @@ pub enum Error {
         /// This process.
         pid: u32,
     },
-    /// An earlier write or sync failed; the queue stops accepting work
-    /// because the state of the disk is unknown. Reopen it to recover.
-    #[error("fastqueue: {dir}: queue stopped after an I/O error ({cause}); reopen it to recover")]
+    /// An earlier write or sync failed, or a thread of the queue died; the
+    /// queue stops accepting work because the state of the disk is
+    /// unknown. Reopen it to recover.
+    #[error("fastqueue: {dir}: queue stopped ({cause}); reopen it to recover")]
     Failed {
         /// The queue directory.
         dir: PathBuf,

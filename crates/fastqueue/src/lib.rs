@@ -46,6 +46,7 @@ mod repair;
 mod scan;
 pub mod sim;
 mod storage;
+mod sync;
 
 pub use baseline::FilePerMessageQueue;
 pub use batch::{MessageBatch, MessageRef};

@@ -13,8 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod reader;
@@ -29,6 +28,7 @@ use crate::format::*;
 use crate::manifest::{self, Manifest, Tail};
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
 use crate::storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
+use crate::sync::{self, Condvar, JoinHandle, Mutex, MutexGuard};
 
 /// When [`FastQueue::enqueue`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +73,11 @@ pub struct Config {
     /// delivered message stays in flight until ack, nack or the next
     /// open). [`FastQueue::dequeue_batch_with_visibility`] sets it per call.
     pub visibility_timeout: Option<Duration>,
+    /// Syncer threads, for the loom models only (loom models at most five
+    /// threads in all); the queue always runs `PIPELINE_DEPTH`.
+    #[cfg(feature = "loom")]
+    #[doc(hidden)]
+    pub loom_syncers: usize,
 }
 
 impl Default for Config {
@@ -86,6 +91,8 @@ impl Default for Config {
             max_attempts: 5,
             spare_segments: 1,
             visibility_timeout: None,
+            #[cfg(feature = "loom")]
+            loom_syncers: PIPELINE_DEPTH,
         }
     }
 }
@@ -463,6 +470,7 @@ pub struct FastQueue {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+
 pub(crate) fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -620,9 +628,9 @@ impl FastQueue {
                 let seq = st.next_seq;
                 st.next_seq += 1;
                 let id_floor = st.next_id;
-                *inner.state.lock().unwrap() = st;
+                *sync::lock(&inner.state) = st;
                 inner.activate(seq, id_floor)?;
-                st = std::mem::take(&mut *inner.state.lock().unwrap());
+                st = std::mem::take(&mut *sync::lock(&inner.state));
                 st.head_seq = seq;
                 st.head_off = SEGMENT_HEADER_LEN;
                 st.head_size = cfg_segment_size;
@@ -642,24 +650,33 @@ impl FastQueue {
             superseded: superseded.len() as u64,
             duration: Duration::ZERO,
         };
-        *inner.state.lock().unwrap() = st;
+        *sync::lock(&inner.state) = st;
         inner.retire(retire)?;
         // Lists what is there now, and says the queue is open (not closed
         // cleanly) before any write.
         inner.write_manifest(None)?;
-        inner.state.lock().unwrap().stats.open.duration = started.elapsed();
+        sync::lock(&inner.state).stats.open.duration = started.elapsed();
         let mut threads = Vec::new();
-        let spawn = |name: &str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
+        let spawn = |name: &'static str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
             let worker = inner.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("fastqueue-{name}"))
-                .spawn(move || f(worker))
-                .map_err(|e| Error::io(&dir, "spawn a thread", e))?;
+            let h = sync::spawn(name, move || {
+                // A thread that dies must not leave its callers waiting for
+                // it: the queue fails, and every wait ends with the error.
+                let me = worker.clone();
+                if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(worker))) {
+                    me.died(name, &*panic);
+                }
+            })
+            .map_err(|e| Error::io(&dir, "spawn a thread", e))?;
             threads.push(h);
             Ok(())
         };
         let started = spawn("writer", Inner::writer_loop, &mut threads).and_then(|_| {
-            let syncers = if inner.cfg.durability == Durability::Sync { PIPELINE_DEPTH } else { 0 };
+            #[cfg(not(feature = "loom"))]
+            let depth = PIPELINE_DEPTH;
+            #[cfg(feature = "loom")]
+            let depth = inner.cfg.loom_syncers;
+            let syncers = if inner.cfg.durability == Durability::Sync { depth } else { 0 };
             (0..syncers).try_for_each(|_| spawn("syncer", Inner::syncer_loop, &mut threads))?;
             spawn("recycler", Inner::recycler_loop, &mut threads)
         });
@@ -737,7 +754,7 @@ impl FastQueue {
     pub fn wait_durable(&self, round: RoundTicket) -> Result<()> {
         self.inner.owner()?;
         // Not `usable`: a round made durable before a close still counts.
-        let st = self.inner.state.lock().unwrap();
+        let st = sync::lock(&self.inner.state);
         self.inner.wait_round(st, round.0)
     }
 
@@ -749,6 +766,7 @@ impl FastQueue {
         let mut st = self.inner.usable()?;
         st.flush_now = true;
         st.sync_all = true;
+        self.inner.work_added(&mut st);
         let ticket = st.open_round;
         self.inner.work_cv.notify_one();
         self.inner.wait_round(st, ticket)
@@ -964,7 +982,7 @@ impl FastQueue {
             if let Some(due) = next {
                 nap = nap.min(Duration::from_nanos(due.saturating_sub(now)).max(Duration::from_micros(100)));
             }
-            st = self.inner.ready_cv.wait_timeout(st, nap).unwrap().0;
+            st = sync::wait_timeout(&self.inner.ready_cv, st, nap);
             if st.failed.is_some() || st.closed {
                 return Err(self.inner.unusable(&st));
             }
@@ -1031,9 +1049,7 @@ impl FastQueue {
             st.flags.push((min.seq, min.offset));
             st.stats.acked += 1;
         }
-        if st.first_pending.is_none() {
-            st.first_pending = Some(Instant::now());
-        }
+        self.inner.work_added(&mut st);
         // A caller waiting, like a producer: with as many waiting as in the
         // last round the round closes without waiting for the timer.
         st.pending_waiters += 1;
@@ -1071,7 +1087,7 @@ impl FastQueue {
         let popped = Popped::of(id, min.clone(), &st.segments[&min.seq]);
         drop(st);
         let read = self.inner.read(vec![popped]);
-        let mut st = self.inner.state.lock().unwrap();
+        let mut st = sync::lock(&self.inner.state);
         let msg = match read {
             Ok(mut m) => m.pop().unwrap(),
             Err(e) => {
@@ -1109,7 +1125,7 @@ impl FastQueue {
         self.inner.check_space("count", more)?;
         while self.inner.usable()?.free.len() < count {
             let name = self.inner.create_free()?;
-            self.inner.state.lock().unwrap().free.push(name);
+            sync::lock(&self.inner.state).free.push(name);
         }
         Ok(())
     }
@@ -1119,7 +1135,7 @@ impl FastQueue {
         if self.inner.owner().is_err() {
             return Stats::default();
         }
-        let st = self.inner.state.lock().unwrap();
+        let st = sync::lock(&self.inner.state);
         let mut s = st.stats.clone();
         let ready = |kind| st.index.values().filter(|m| m.state == MinState::Ready && m.kind == kind).count() as u64;
         s.ready = ready(QueueKind::Main);
@@ -1141,7 +1157,7 @@ impl FastQueue {
         if self.inner.owner().is_err() {
             return 0;
         }
-        self.inner.state.lock().unwrap().index.len()
+        sync::lock(&self.inner.state).index.len()
     }
 
     /// Whether no live message is left.
@@ -1164,37 +1180,57 @@ impl FastQueue {
             return Err(e);
         }
         {
-            let mut st = self.inner.state.lock().unwrap();
+            let mut st = sync::lock(&self.inner.state);
             if st.closed {
                 return Ok(());
+            }
+            if st.closing {
+                // Another thread is closing the queue: this close is done
+                // when that one is (not before: the caller may rely on the
+                // manifest and the lock being released).
+                while !st.closed {
+                    st = sync::wait(&self.inner.ready_cv, st);
+                }
+                return match &st.failed {
+                    Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
+                    None => Ok(()),
+                };
             }
             st.closing = true;
             // Everything is made durable before the clean-close mark (with
             // `Durability::Os` too).
             st.sync_all = true;
+            self.inner.work_added(&mut st);
             self.inner.work_cv.notify_all();
         }
+        // Marks the queue closed and wakes every waiter when this close
+        // ends, even by a panic (a second close waits for it).
+        let _closed = MarkClosed(&self.inner);
         // The writer first (it ends the rounds), then the syncers, then the
         // recycler.
-        for h in std::mem::take(&mut *self.threads.lock().unwrap()) {
+        for h in std::mem::take(&mut *sync::lock(&self.threads)) {
             let _ = h.join();
         }
-        if let Some(h) = self.inner.allocator.lock().unwrap().take() {
+        if let Some(h) = sync::lock(&self.inner.allocator).take() {
             let _ = h.join();
         }
         let retire = {
             // Pinned ones whose batches let go meanwhile too (those still
-            // pinned stay segments: the next open recycles them).
-            let mut st = self.inner.state.lock().unwrap();
+            // pinned stay segments: the next open recycles them). None
+            // after a failure: the next open's scan decides what is free.
+            let mut st = sync::lock(&self.inner.state);
             let mut seqs = std::mem::take(&mut st.retire_pending);
             seqs.append(&mut st.retire_pinned);
+            if st.failed.is_some() {
+                seqs.clear();
+            }
             seqs
         };
         if let Err(e) = self.inner.retire(retire) {
             self.inner.fail(e);
         }
         let tail = {
-            let st = self.inner.state.lock().unwrap();
+            let st = sync::lock(&self.inner.state);
             let head = st.segments.iter().next_back();
             head.filter(|_| st.failed.is_none()).map(|(&seq, s)| Tail { seq, end: s.end })
         };
@@ -1204,17 +1240,27 @@ impl FastQueue {
             Some(tail) => self.inner.write_manifest(Some(tail)),
             None => Ok(()),
         };
-        let mut st = self.inner.state.lock().unwrap();
-        st.closed = true;
+        let mut st = sync::lock(&self.inner.state);
         if let Err(e) = marked {
             st.failed.get_or_insert(e.to_string());
         }
-        self.inner.ready_cv.notify_all();
-        self.inner.wake_all();
         match &st.failed {
             Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
             None => Ok(()),
         }
+    }
+}
+
+/// Sets `closed` and wakes every waiter when dropped (the end of
+/// [`FastQueue::close`]).
+struct MarkClosed<'a>(&'a Inner);
+
+impl Drop for MarkClosed<'_> {
+    fn drop(&mut self) {
+        let mut st = sync::lock(&self.0.state);
+        st.closed = true;
+        drop(st);
+        self.0.wake_all();
     }
 }
 
@@ -1365,7 +1411,7 @@ impl Inner {
     /// be durable: until it is, the message is still where it was).
     fn dead_letter(&self, dying: Vec<(u64, Min)>) -> Result<()> {
         for (id, min) in dying {
-            let popped = Popped::of(id, min.clone(), &self.state.lock().unwrap().segments[&min.seq]);
+            let popped = Popped::of(id, min.clone(), &sync::lock(&self.state).segments[&min.seq]);
             let read = self.read(vec![popped]);
             let mut st = self.usable()?;
             let msg = match read {
@@ -1413,7 +1459,7 @@ impl Inner {
 
     /// The state, if the queue still takes work.
     fn usable(&self) -> Result<MutexGuard<'_, State>> {
-        let st = self.state.lock().unwrap();
+        let st = sync::lock(&self.state);
         match self.check_usable(&st) {
             Some(e) => Err(e),
             None => Ok(st),

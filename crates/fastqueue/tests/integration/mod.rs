@@ -6,5 +6,6 @@ mod hostile;
 mod mapped;
 mod torn;
 mod visibility;
+mod wakeup;
 
 pub use crate::common::{drain, key_of, payload, small_config};
