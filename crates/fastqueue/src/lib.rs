@@ -41,6 +41,7 @@ pub mod clock;
 mod error;
 pub mod format;
 pub mod manifest;
+mod message;
 mod queue;
 mod repair;
 mod scan;

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 mod reader;
 mod writer;
@@ -22,12 +22,14 @@ mod writer;
 use writer::zero_range;
 
 use crate::batch::MessageBatch;
+use crate::message::{SegMap, Unlock};
+pub use crate::message::Message;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::manifest::{self, Manifest, Tail};
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
-use crate::storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
+use crate::storage::{read_full, DirStorage, Storage, StorageFile};
 use crate::sync::{self, Condvar, JoinHandle, Mutex, MutexGuard};
 
 /// When [`FastQueue::enqueue`] returns.
@@ -159,21 +161,6 @@ fn check_visibility(v: Duration) -> Result<()> {
     Ok(())
 }
 
-/// A message handed to a consumer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Message {
-    /// Id given by enqueue; kept when the message is retried.
-    pub id: u64,
-    /// The bytes enqueued.
-    pub payload: Vec<u8>,
-    /// Failed deliveries so far (`nack` calls and visibility timeouts).
-    pub attempts: u32,
-    /// The logical queue it came from.
-    pub kind: QueueKind,
-    /// Time of the first enqueue, ns since the Unix epoch.
-    pub enqueued_ns: u64,
-}
-
 /// What the open found and did.
 #[derive(Clone, Debug, Default)]
 pub struct OpenReport {
@@ -283,47 +270,6 @@ struct Segment {
     /// holds a clone: the recycler leaves the segment alone while any
     /// clone but this one exists.
     map: Option<Arc<SegMap>>,
-}
-
-/// A segment's read-only mapping, shared by the queue and the batches that
-/// borrow payloads from it (their *pins*).
-pub(crate) struct SegMap {
-    map: FileMap,
-    /// The queue's lock, kept while any pin exists: otherwise a consumer
-    /// holding a batch past the queue's close could see a later open
-    /// recycle the segment and rewrite the bytes it borrows.
-    _lock: Arc<Unlock>,
-}
-
-impl SegMap {
-    /// Bytes mapped.
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// The mapped bytes `start..start + len`. Only for bytes that nobody
-    /// writes while the slice lives: payloads of published records (the
-    /// queue never rewrites them while the segment is in use, and does not
-    /// recycle a pinned segment); anyone else writing the file breaks that
-    /// (docs/fastqueue.md). Panics out of bounds.
-    pub(crate) fn slice(&self, start: usize, len: usize) -> &[u8] {
-        assert!(start <= self.map.len() && len <= self.map.len() - start);
-        // SAFETY: in bounds (checked); the mapping lives as long as `self`;
-        // the bytes are not written while borrowed (above).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len) }
-    }
-
-    /// Copies the mapped bytes at `start` into `dst` with volatile reads:
-    /// for record headers, whose delete flag the writer may be changing
-    /// at that moment (the header checksum leaves it out, so a flag
-    /// changing under the copy cannot make a header look valid or not).
-    pub(crate) fn copy_to(&self, start: usize, dst: &mut [u8]) {
-        assert!(start <= self.map.len() && dst.len() <= self.map.len() - start);
-        for (i, d) in dst.iter_mut().enumerate() {
-            // SAFETY: in bounds (checked); a byte read has no alignment need.
-            *d = unsafe { std::ptr::read_volatile(self.map.as_ptr().add(start + i)) };
-        }
-    }
 }
 
 /// Records bound for one segment, written by one call.
@@ -471,12 +417,6 @@ pub struct FastQueue {
 }
 
 
-pub(crate) fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 /// An item popped for delivery, read outside the state lock.
 struct Popped {
     id: u64,
@@ -526,7 +466,7 @@ impl FastQueue {
             Ok(false) => return Err(Error::Locked { path: dir }),
             Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
         }
-        let lock = Arc::new(Unlock(storage.clone()));
+        let lock = Arc::new(Unlock::new(storage.clone()));
         let found = scan(&*storage, ScanMode::Open)?;
         for name in &found.temporary {
             storage.remove(name).map_err(|e| Error::io(storage.path(name), "remove", e))?;
@@ -1261,15 +1201,6 @@ impl Drop for MarkClosed<'_> {
         st.closed = true;
         drop(st);
         self.0.wake_all();
-    }
-}
-
-/// Releases the queue lock when dropped.
-pub(crate) struct Unlock(Arc<dyn Storage>);
-
-impl Drop for Unlock {
-    fn drop(&mut self) {
-        self.0.unlock();
     }
 }
 
