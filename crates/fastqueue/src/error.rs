@@ -36,6 +36,20 @@ pub enum Error {
         /// The queue directory.
         path: PathBuf,
     },
+    /// The queue is already open in this process (another `FastQueue`
+    /// holds it): share that one, or close it first.
+    #[error("fastqueue: {path}: the queue is already open in this process; use that FastQueue (threads may share it), or close it (and drop the batches of dequeue_batch_mapped, which keep its lock) first")]
+    AlreadyOpen {
+        /// The queue directory.
+        path: PathBuf,
+    },
+    /// `requeue_dead` of a message that is not a dead letter waiting in
+    /// the dead-letter queue.
+    #[error("fastqueue: message {id} is not a dead letter waiting in the dead-letter queue (not dead, or taken by dequeue_dead)")]
+    NotDead {
+        /// The id given.
+        id: u64,
+    },
     /// A configuration value is out of range.
     #[error("fastqueue: {field}: {message}")]
     Invalid {

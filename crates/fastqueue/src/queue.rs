@@ -161,6 +161,85 @@ fn check_visibility(v: Duration) -> Result<()> {
     Ok(())
 }
 
+/// One message as [`FastQueue::browse`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageInfo {
+    /// Its id.
+    pub id: u64,
+    /// Payload bytes.
+    pub size: u32,
+    /// Failed deliveries so far.
+    pub attempts: u32,
+    /// The logical queue it is in.
+    pub kind: QueueKind,
+    /// What it is doing.
+    pub state: MessageState,
+    /// Time of the first enqueue, ns since the Unix epoch.
+    pub enqueued_ns: u64,
+    /// A retry's due time, ns since the Unix epoch (0 for the main queue).
+    pub not_before_ns: u64,
+}
+
+/// The state of a message in [`FastQueue::browse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageState {
+    /// Waiting to be delivered (main queue, or a retry that is due).
+    Ready,
+    /// A retry not yet due.
+    Delayed,
+    /// Handed to a consumer, not yet acknowledged nor given back (or being
+    /// copied by `nack` or `requeue_dead` at this instant).
+    InFlight,
+    /// In the dead-letter queue.
+    Dead,
+}
+
+impl MessageState {
+    /// Its name: `ready`, `delayed`, `in-flight`, `dead`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageState::Ready => "ready",
+            MessageState::Delayed => "delayed",
+            MessageState::InFlight => "in-flight",
+            MessageState::Dead => "dead",
+        }
+    }
+}
+
+/// The iterator of [`FastQueue::iter`].
+pub struct Messages<'a> {
+    queue: &'a FastQueue,
+    batch: std::vec::IntoIter<Message>,
+    done: bool,
+}
+
+impl Iterator for Messages<'_> {
+    type Item = Result<Message>;
+
+    fn next(&mut self) -> Option<Result<Message>> {
+        if let Some(m) = self.batch.next() {
+            return Some(Ok(m));
+        }
+        if self.done {
+            return None;
+        }
+        match self.queue.dequeue_batch(64, None) {
+            Ok(b) if b.is_empty() => {
+                self.done = true;
+                None
+            }
+            Ok(b) => {
+                self.batch = b.into_iter();
+                self.batch.next().map(Ok)
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
 /// What the open found and did.
 #[derive(Clone, Debug, Default)]
 pub struct OpenReport {
@@ -204,6 +283,8 @@ pub struct Stats {
     pub enqueued: u64,
     /// Messages acknowledged since open.
     pub acked: u64,
+    /// Messages deleted by [`FastQueue::delete`] since open.
+    pub deleted: u64,
     /// Write rounds (batches) since open.
     pub rounds: u64,
     /// `fdatasync` calls since open.
@@ -461,8 +542,13 @@ impl FastQueue {
         let started = Instant::now();
         cfg.validate()?;
         let dir = storage.path("");
+        if storage.open_here() {
+            return Err(Error::AlreadyOpen { path: dir });
+        }
         match storage.try_lock() {
             Ok(true) => {}
+            // Two opens in this process at once: the loser is told so.
+            Ok(false) if storage.open_here() => return Err(Error::AlreadyOpen { path: dir }),
             Ok(false) => return Err(Error::Locked { path: dir }),
             Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
         }
@@ -1052,6 +1138,167 @@ impl FastQueue {
             self.inner.append(&mut st, id, &msg.payload, crc, kind, attempts, min.enqueued_ns, due);
         self.inner.wait_round(st, ticket)?;
         Ok(kind)
+    }
+
+    /// Every live message as it is now, without taking or changing any:
+    /// for a `mailq`-like listing while producers and consumers run. The
+    /// list is one consistent snapshot, taken under the queue's lock: a
+    /// message appears once its enqueue is durable (an enqueue still
+    /// waiting for its round does not), with its state at that instant;
+    /// by the time the caller reads it a consumer may have taken, acked or
+    /// given back any of them. Ordered by id. Nothing is read from disk.
+    pub fn browse(&self) -> Result<Vec<MessageInfo>> {
+        self.inner.owner()?;
+        let now = self.inner.clock.now_ns();
+        let st = self.inner.usable()?;
+        let mut out: Vec<MessageInfo> = st
+            .index
+            .iter()
+            .map(|(&id, m)| MessageInfo {
+                id,
+                size: m.payload_len,
+                attempts: m.attempts,
+                kind: m.kind,
+                state: match m.state {
+                    MinState::InFlight | MinState::Moving => MessageState::InFlight,
+                    MinState::Ready if m.kind == QueueKind::Dead => MessageState::Dead,
+                    MinState::Ready if m.kind == QueueKind::Retry && m.not_before_ns > now => MessageState::Delayed,
+                    MinState::Ready => MessageState::Ready,
+                },
+                enqueued_ns: m.enqueued_ns,
+                not_before_ns: m.not_before_ns,
+            })
+            .collect();
+        out.sort_unstable_by_key(|m| m.id);
+        Ok(out)
+    }
+
+    /// Deletes messages by id, whatever their state (ready, delayed, in
+    /// flight, dead), and returns once the deletes are durable: an
+    /// administrator's delete (`postsuper -d`). A consumer holding one of
+    /// them in flight gets [`Error::UnknownId`] when it acks or nacks it.
+    /// Refused, deleting none of them, if one id is not a live message
+    /// ([`Error::UnknownId`]) or is being copied by a `nack` or
+    /// [`FastQueue::requeue_dead`] at this moment (try again).
+    pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        self.inner.owner()?;
+        let mut st = self.inner.usable()?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for id in ids {
+            match st.index.get(id) {
+                None => return Err(Error::UnknownId { id: *id }),
+                Some(m) if m.state == MinState::Moving => {
+                    return Err(Error::invalid("id", format!("message {id} is being moved by nack or requeue; try again")))
+                }
+                Some(_) => {}
+            }
+        }
+        for id in ids {
+            let Some(min) = st.index.remove(id) else { continue };
+            if min.state == MinState::InFlight {
+                st.in_flight -= 1;
+            }
+            st.leases.remove(&(min.lease_ns, *id));
+            st.flags.push((min.seq, min.offset));
+            st.stats.deleted += 1;
+        }
+        self.inner.work_added(&mut st);
+        st.pending_waiters += 1;
+        let ticket = st.open_round;
+        self.inner.work_cv.notify_one();
+        self.inner.wait_round(st, ticket)
+    }
+
+    /// Moves dead letters back for another try: each is copied, with its
+    /// attempt count reset to 0, to the retry queue due now (delivered
+    /// before the main queue, as every retry is), keeping its id; returns
+    /// the ids moved, once the copies are durable. `ids`: those dead
+    /// letters (each must be one, and not taken by `dequeue_dead`:
+    /// [`Error::NotDead`]); `None`: every dead letter not taken. A crash
+    /// between the copy and the delete of the dead one is resolved on open
+    /// (the newer copy wins), as for `nack`.
+    pub fn requeue_dead(&self, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.inner.owner()?;
+        let mut st = self.inner.usable()?;
+        let chosen: Vec<u64> = match ids {
+            Some(ids) => {
+                for &id in ids {
+                    match st.index.get(&id) {
+                        None => return Err(Error::UnknownId { id }),
+                        Some(m) if m.kind != QueueKind::Dead || m.state != MinState::Ready => {
+                            return Err(Error::NotDead { id })
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let mut v = ids.to_vec();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => {
+                let mut v: Vec<u64> = st
+                    .index
+                    .iter()
+                    .filter(|(_, m)| m.kind == QueueKind::Dead && m.state == MinState::Ready)
+                    .map(|(&id, _)| id)
+                    .collect();
+                v.sort_unstable();
+                v
+            }
+        };
+        if chosen.is_empty() {
+            return Ok(chosen);
+        }
+        let mut popped = Vec::with_capacity(chosen.len());
+        for &id in &chosen {
+            let m = st.index.get_mut(&id).unwrap();
+            // Counted in flight while being copied, as a nack's message is
+            // (publish takes it out again when the copy replaces it).
+            m.state = MinState::Moving;
+            let min = m.clone();
+            st.in_flight += 1;
+            popped.push(Popped::of(id, min.clone(), &st.segments[&min.seq]));
+        }
+        drop(st);
+        let read = self.inner.read(popped);
+        let mut st = sync::lock(&self.inner.state);
+        let restore = |st: &mut State| {
+            for id in &chosen {
+                if let Some(m) = st.index.get_mut(id) {
+                    m.state = MinState::Ready;
+                    st.in_flight -= 1;
+                }
+            }
+        };
+        let msgs = match read {
+            Ok(m) => m,
+            Err(e) => {
+                restore(&mut st);
+                return Err(e);
+            }
+        };
+        if let Some(e) = self.inner.check_usable(&st) {
+            restore(&mut st);
+            return Err(e);
+        }
+        let now = self.inner.clock.now_ns();
+        let mut ticket = st.durable_round;
+        for m in &msgs {
+            let crc = crc32c::crc32c(&m.payload);
+            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, 0, m.enqueued_ns, now);
+        }
+        self.inner.wait_round(st, ticket)?;
+        Ok(chosen)
+    }
+
+    /// The messages ready now, each taken as [`FastQueue::dequeue`] takes
+    /// it (in flight until acked or given back), until none is ready (the
+    /// iterator does not wait for more). Read in batches of 64.
+    pub fn iter(&self) -> Messages<'_> {
+        Messages { queue: self, batch: Vec::new().into_iter(), done: false }
     }
 
     /// Creates free segments until `count` are ready, so that later

@@ -46,6 +46,12 @@ pub trait Storage: Send + Sync {
     }
     /// Releases the lock taken by [`Storage::try_lock`].
     fn unlock(&self);
+    /// Whether this process already holds the exclusive lock of this
+    /// directory through another handle (a second open of the queue in the
+    /// same process, which `flock` alone reports as another process).
+    fn open_here(&self) -> bool {
+        false
+    }
     /// Bytes free for new files (`None`: unknown, no limit checked).
     fn available_bytes(&self) -> io::Result<Option<u64>> {
         Ok(None)
@@ -167,6 +173,25 @@ pub fn read_full(
 pub struct DirStorage {
     dir: PathBuf,
     lock: std::sync::Mutex<Option<File>>,
+    /// The directory's (device, inode) while this handle holds its
+    /// exclusive lock, registered in [`OPEN_HERE`].
+    held: std::sync::Mutex<Option<(u64, u64)>>,
+}
+
+/// Queue directories (device, inode) whose exclusive lock this process
+/// holds: `flock` cannot tell a second handle of this process from another
+/// process, and the error should say which it is.
+static OPEN_HERE: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn dir_key(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Drop for DirStorage {
+    fn drop(&mut self) {
+        self.unlock();
+    }
 }
 
 impl DirStorage {
@@ -184,7 +209,7 @@ impl DirStorage {
                 File::open(parent)?.sync_all()?;
             }
         }
-        Ok(DirStorage { dir: dir.to_path_buf(), lock: Default::default() })
+        Ok(DirStorage { dir: dir.to_path_buf(), lock: Default::default(), held: Default::default() })
     }
 }
 
@@ -377,7 +402,18 @@ impl Storage for DirStorage {
             .create(true)
             .truncate(false)
             .open(self.path("LOCK"))?;
-        self.flock(f, libc::LOCK_EX)
+        let got = self.flock(f, libc::LOCK_EX)?;
+        if got {
+            if let Some(key) = dir_key(&self.dir) {
+                OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
+                *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(key);
+            }
+        }
+        Ok(got)
+    }
+
+    fn open_here(&self) -> bool {
+        dir_key(&self.dir).is_some_and(|key| OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key))
     }
 
     fn try_lock_shared(&self) -> io::Result<bool> {
@@ -411,7 +447,13 @@ impl Storage for DirStorage {
 
     fn unlock(&self) {
         // Closing the descriptor releases the flock.
-        self.lock.lock().unwrap().take();
+        self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(key) = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            let mut open = OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(i) = open.iter().position(|k| *k == key) {
+                open.swap_remove(i);
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@ mod batch;
 mod corrupt;
 mod crash;
 mod hostile;
+mod library;
 mod mapped;
 mod torn;
 mod visibility;
