@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Iterable, Literal, Optional, Union
+from typing import Iterable, Iterator, Literal, Optional, Union
 
 from iolab import _iolab
 
@@ -39,6 +39,7 @@ __all__ = [
     "FastQueue",
     "FilePerMessageQueue",
     "Message",
+    "MessageInfo",
     "QueueError",
     "QueueLockedError",
     "QueueCorruptError",
@@ -66,6 +67,26 @@ class Message:
     """Time of the first enqueue, ns since the Unix epoch."""
 
 
+@dataclass(frozen=True)
+class MessageInfo:
+    """A message as :meth:`FastQueue.browse` lists it (nothing is taken)."""
+
+    id: int
+    size: int
+    """Payload bytes."""
+    attempts: int
+    """Failed deliveries so far."""
+    kind: Kind
+    """The queue it is in: ``"main"``, ``"retry"`` or ``"dead"``."""
+    state: Literal["ready", "delayed", "in-flight", "dead"]
+    """``ready`` to deliver, ``delayed`` (a retry not yet due), ``in-flight``
+    (taken, not acknowledged nor given back) or ``dead``."""
+    enqueued_ns: int
+    """Time of the first enqueue, ns since the Unix epoch."""
+    not_before_ns: int
+    """A retry's due time, ns since the Unix epoch (0 in the main queue)."""
+
+
 def _messages(raw: Iterable[tuple]) -> list[Message]:
     return [Message(*m) for m in raw]
 
@@ -86,8 +107,9 @@ def _count(name: str, value: int, limit: int = _U64) -> int:
 class FastQueue:
     """A durable disk message queue in directory ``path`` (created if absent).
 
-    Only one process may open a queue (a lock file guards it:
-    :class:`QueueLockedError`); many threads of that process may share it.
+    Only one process may open a queue, once (a lock file guards it:
+    :class:`QueueLockedError`, whose message says whether this process or
+    another holds it); many threads of that process may share it.
 
     Args:
         path: the queue directory.
@@ -139,6 +161,41 @@ class FastQueue:
     def enqueue(self, payload: bytes) -> int:
         """Stores ``payload``; returns its id once it is durable."""
         return self._q.enqueue(payload)
+
+    def enqueue_many(self, payloads: Iterable[bytes]) -> list[int]:
+        """Stores several payloads with one wait; returns their ids once all
+        are durable (none is stored if one is too large)."""
+        return self._q.enqueue_many([bytes(p) for p in payloads])
+
+    def browse(self) -> list[MessageInfo]:
+        """Every live message, by id, without taking any: one snapshot taken
+        at one instant while producers and consumers go on (an enqueue shows
+        once it is durable; the states may have changed by the time it is
+        read)."""
+        return [MessageInfo(*m) for m in self._q.browse()]
+
+    def delete(self, ids: Iterable[int]) -> None:
+        """Deletes messages by id in any state (ready, delayed, in flight,
+        dead); returns once that is durable. None is deleted if one id is
+        unknown (``ValueError``); a consumer's later ``ack`` of one raises
+        ``ValueError``."""
+        self._q.delete([_count("id", i) for i in ids])
+
+    def requeue_dead(self, ids: Optional[Iterable[int]] = None) -> list[int]:
+        """Moves dead letters back for another try (to the retry queue, due
+        now, attempts reset to 0, same id): those of ``ids``, or all
+        (``None``). Returns the ids moved, once the move is durable."""
+        chosen = None if ids is None else [_count("id", i) for i in ids]
+        return self._q.requeue_dead(chosen)
+
+    def __iter__(self) -> Iterator[Message]:
+        """The messages ready now, each taken as :meth:`dequeue` takes it (in
+        flight until acked or given back); stops when none is ready."""
+        while True:
+            batch = self.dequeue_batch(64)
+            if not batch:
+                return
+            yield from batch
 
     def flush(self) -> None:
         """Closes the open batch now; with ``durability="os"`` also syncs."""

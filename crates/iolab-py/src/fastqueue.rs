@@ -23,12 +23,13 @@ fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::Corrupt { .. } => QueueCorruptError::new_err(msg),
-        Error::Locked { .. } => QueueLockedError::new_err(msg),
+        Error::Locked { .. } | Error::AlreadyOpen { .. } => QueueLockedError::new_err(msg),
         Error::Invalid { .. }
         | Error::TooLarge { .. }
         | Error::UnknownId { .. }
         | Error::NotDelivered { .. }
-        | Error::NotInFlight { .. } => PyValueError::new_err(msg),
+        | Error::NotInFlight { .. }
+        | Error::NotDead { .. } => PyValueError::new_err(msg),
         _ => QueueError::new_err(msg),
     }
 }
@@ -126,6 +127,37 @@ impl PyFastQueue {
         py.allow_threads(|| q.enqueue(&payload)).map_err(to_py)
     }
 
+    fn enqueue_many(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<Vec<u64>> {
+        let q = self.get()?;
+        py.allow_threads(|| {
+            let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+            q.enqueue_many(&refs)
+        })
+        .map_err(to_py)
+    }
+
+    /// (id, size, attempts, kind, state, enqueued_ns, not_before_ns) of
+    /// every live message, by id.
+    fn browse(&self, py: Python<'_>) -> PyResult<Vec<(u64, u32, u32, &'static str, &'static str, u64, u64)>> {
+        let q = self.get()?;
+        let list = py.allow_threads(|| q.browse()).map_err(to_py)?;
+        Ok(list
+            .into_iter()
+            .map(|m| (m.id, m.size, m.attempts, kind_name(m.kind), m.state.name(), m.enqueued_ns, m.not_before_ns))
+            .collect())
+    }
+
+    fn delete(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<()> {
+        let q = self.get()?;
+        py.allow_threads(|| q.delete(&ids)).map_err(to_py)
+    }
+
+    #[pyo3(signature = (ids=None))]
+    fn requeue_dead(&self, py: Python<'_>, ids: Option<Vec<u64>>) -> PyResult<Vec<u64>> {
+        let q = self.get()?;
+        py.allow_threads(|| q.requeue_dead(ids.as_deref())).map_err(to_py)
+    }
+
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let q = self.get()?;
         py.allow_threads(|| q.flush()).map_err(to_py)
@@ -194,6 +226,7 @@ impl PyFastQueue {
         d.set_item("free_segments", s.free_segments)?;
         d.set_item("enqueued", s.enqueued)?;
         d.set_item("acked", s.acked)?;
+        d.set_item("deleted", s.deleted)?;
         d.set_item("rounds", s.rounds)?;
         d.set_item("syncs", s.syncs)?;
         d.set_item("pipelined", s.pipelined)?;
