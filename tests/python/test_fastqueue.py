@@ -559,3 +559,39 @@ def test_a_second_open_in_one_process_says_so(tmp_path: Path) -> None:
             check(tmp_path)
     with FastQueue(tmp_path, **SMALL):
         pass
+
+
+def test_r27_bench_never_deletes_the_users_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`iolab queue bench --dir D` deleted D/recovery, D/fastqueue and
+    D/file-per-message with the user's files in them. It now works in a new
+    subdirectory of D of its own, and removes only that."""
+    mine = {name: tmp_path / name / "notes.txt" for name in ("recovery", "fastqueue", "file-per-message", "probe")}
+    for p in mine.values():
+        p.parent.mkdir()
+        p.write_text("mine")
+    argv = ["queue", "bench", "--dir", str(tmp_path), "--sizes", "256", "--producers", "1", "--seconds", "0.05"]
+    argv += ["--max-mib", "1", "--peers", "fastqueue,file-per-message", "--recovery-mib", "1"]
+    assert main(argv) == 0
+    assert "iolab-queue-bench-" in capsys.readouterr().out
+    for p in mine.values():
+        assert p.read_text() == "mine"
+    assert sorted(os.listdir(tmp_path)) == sorted(mine), "the bench left its own directory behind"
+
+
+def test_r27_native_bench_refuses_a_directory_with_files(tmp_path: Path) -> None:
+    """The native entry points refuse a directory they did not make (they
+    delete it afterwards)."""
+    from iolab import _iolab
+
+    (tmp_path / "keep.txt").write_text("mine")
+    with pytest.raises(QueueError, match="not empty"):
+        _iolab.fastqueue_bench("fastqueue", 256, 1, 0.05, 1 << 20, str(tmp_path), 0.0)
+    with pytest.raises(QueueError, match="not empty"):
+        _iolab.fastqueue_recovery(str(tmp_path), 1 << 20)
+    with pytest.raises(QueueError, match="not empty"):
+        _iolab.fastqueue_sync_probe(str(tmp_path), 10)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "keep.txt")
+    with pytest.raises(QueueError, match="not a directory"):
+        _iolab.fastqueue_bench("fastqueue", 256, 1, 0.05, 1 << 20, str(link), 0.0)
+    assert (tmp_path / "keep.txt").read_text() == "mine"
