@@ -39,6 +39,7 @@ __all__ = [
     "FastQueue",
     "FilePerMessageQueue",
     "Message",
+    "MessageBatch",
     "MessageInfo",
     "QueueError",
     "QueueLockedError",
@@ -85,6 +86,84 @@ class MessageInfo:
     """Time of the first enqueue, ns since the Unix epoch."""
     not_before_ns: int
     """A retry's due time, ns since the Unix epoch (0 in the main queue)."""
+
+
+@dataclass(frozen=True)
+class BatchMessage:
+    """A message of a :class:`MessageBatch`: its payload is a view of the
+    batch's buffer, made when asked for (no copy)."""
+
+    batch: MessageBatch
+    index: int
+    id: int
+    attempts: int
+    kind: Kind
+    enqueued_ns: int
+
+    @property
+    def payload(self) -> memoryview:
+        """The payload, a read-only view into the batch's buffer: valid until
+        the next dequeue into the batch, which refuses to run while a view
+        is alive (``BufferError``)."""
+        return self.batch.payload(self.index)
+
+
+class MessageBatch:
+    """Messages read by :meth:`FastQueue.dequeue_batch_into` into buffers
+    kept from one dequeue to the next: no allocation per message once they
+    have grown to a batch's size (:meth:`FastQueue.dequeue_batch` makes a
+    ``bytes`` object per payload). Payloads are views of :attr:`buffer`, so
+    a refill while one is still viewed would change the bytes under it: the
+    next dequeue into the batch raises ``BufferError`` instead, as a
+    ``bytearray`` with live views refuses to be resized.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d, FastQueue(d) as q:
+    ...     _ = q.enqueue_many([b"one", b"two"])
+    ...     batch = MessageBatch()
+    ...     n = q.dequeue_batch_into(batch, 100)
+    ...     payloads = [bytes(m.payload) for m in batch]
+    ...     q.ack_many(batch.ids())
+    ...     (n, payloads)
+    (2, [b'one', b'two'])
+    """
+
+    def __init__(self) -> None:
+        self._native = _iolab.MessageBatch()
+        self.buffer = bytearray()
+        """The payloads, one after another."""
+        self._spans: list[tuple[int, int, int, int, str, int]] = []
+
+    def _check_unviewed(self) -> None:
+        # A bytearray with live views (memoryviews, buffer exports) cannot be
+        # resized: growing and shrinking it by one byte asks exactly that.
+        try:
+            self.buffer.append(0)
+            del self.buffer[-1]
+        except BufferError:
+            raise BufferError(
+                "a payload of this MessageBatch is still viewed (a memoryview of it is alive): "
+                "release it before the next dequeue into the batch"
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, i: int) -> BatchMessage:
+        mid, _, _, attempts, kind, enqueued_ns = self._spans[i]
+        return BatchMessage(self, i if i >= 0 else len(self._spans) + i, mid, attempts, kind, enqueued_ns)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[BatchMessage]:
+        return (self[i] for i in range(len(self._spans)))
+
+    def ids(self) -> list[int]:
+        """The ids in delivery order (for :meth:`FastQueue.ack_many`)."""
+        return [s[0] for s in self._spans]
+
+    def payload(self, i: int) -> memoryview:
+        """The ``i``-th payload, a read-only view of :attr:`buffer`."""
+        _, start, length, *_ = self._spans[i]
+        return memoryview(self.buffer).toreadonly()[start : start + length]
 
 
 def _messages(raw: Iterable[tuple]) -> list[Message]:
@@ -218,6 +297,19 @@ class FastQueue:
         """Takes up to ``n`` messages, read with one large read where adjacent
         (``timeout`` and ``visibility`` as in :meth:`dequeue`)."""
         return _messages(self._q.dequeue_batch(_count("n", n), timeout, visibility))
+
+    def dequeue_batch_into(
+        self, batch: MessageBatch, n: int, timeout: Optional[float] = None, visibility: Optional[float] = None
+    ) -> int:
+        """Takes up to ``n`` messages into ``batch``, replacing what it held,
+        and returns how many (``timeout`` and ``visibility`` as in
+        :meth:`dequeue`; delivery, ``ack``/``nack`` and checks as in
+        :meth:`dequeue_batch`). Raises ``BufferError``, taking nothing, while
+        a payload of the batch is still viewed."""
+        batch._check_unviewed()
+        batch._spans = []
+        batch._spans = self._q.dequeue_batch_into(batch._native, _count("n", n), batch.buffer, timeout, visibility)
+        return len(batch._spans)
 
     def extend_visibility(self, id: int, seconds: float) -> None:
         """Gives an in-flight delivery ``seconds`` more from now before it is

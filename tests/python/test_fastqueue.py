@@ -595,3 +595,24 @@ def test_r27_native_bench_refuses_a_directory_with_files(tmp_path: Path) -> None
     with pytest.raises(QueueError, match="not a directory"):
         _iolab.fastqueue_bench("fastqueue", 256, 1, 0.05, 1 << 20, str(link), 0.0)
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_dequeue_batch_into_reuses_one_buffer(tmp_path: Path) -> None:
+    from iolab.fastqueue import MessageBatch
+
+    with FastQueue(tmp_path, **SMALL) as q:
+        ids = q.enqueue_many([b"x" * 10_000, b"small", b"y" * 20_000])
+        batch = MessageBatch()
+        assert q.dequeue_batch_into(batch, 2) == 2
+        assert batch.ids() == ids[:2] and [bytes(m.payload) for m in batch] == [b"x" * 10_000, b"small"]
+        buf = batch.buffer
+        view = batch[1].payload
+        with pytest.raises(BufferError, match="still viewed"):
+            q.dequeue_batch_into(batch, 10)
+        assert len(q.browse()) == 3 and q.stats()["in_flight"] == 2, "a refused refill takes nothing"
+        del view
+        assert q.dequeue_batch_into(batch, 10) == 1
+        assert batch.buffer is buf and bytes(batch[0].payload) == b"y" * 20_000
+        assert (batch[0].id, batch[0].attempts, batch[0].kind) == (ids[2], 0, "main")
+        q.ack_many(ids)
+        assert q.dequeue_batch_into(batch, 10, timeout=0.01) == 0 and len(batch) == 0

@@ -13,7 +13,7 @@ use fastqueue::{Config, Durability, Error, QueueKind};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyByteArray, PyBytes, PyDict};
 
 create_exception!(_iolab, QueueError, PyOSError, "A queue's files could not be used.");
 create_exception!(_iolab, QueueLockedError, QueueError, "Another process has the queue open.");
@@ -158,6 +158,51 @@ impl PyFastQueue {
         py.allow_threads(|| q.requeue_dead(ids.as_deref())).map_err(to_py)
     }
 
+    /// Takes up to `max` messages into `batch` (its buffer reused from
+    /// call to call), then copies their payloads, one after another, into
+    /// `out` (grown when it must be; the caller has checked that nothing
+    /// views it). Returns (id, start, length, attempts, kind, enqueued_ns)
+    /// per message, `start` and `length` locating its payload in `out`.
+    #[pyo3(signature = (batch, max, out, timeout=None, visibility=None))]
+    #[allow(clippy::type_complexity)]
+    fn dequeue_batch_into(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyMessageBatch>,
+        max: usize,
+        out: &Bound<'_, PyByteArray>,
+        timeout: Option<f64>,
+        visibility: Option<f64>,
+    ) -> PyResult<Vec<(u64, usize, usize, u32, &'static str, u64)>> {
+        let q = self.get()?;
+        let wait = optional_seconds("timeout", timeout)?;
+        let visibility = match visibility {
+            None => q.config().visibility_timeout,
+            Some(v) if v > 0.0 || v.is_nan() => Some(seconds("visibility", v)?),
+            Some(_) => None,
+        };
+        let mut b = batch.borrow_mut();
+        let inner = &mut b.batch;
+        py.allow_threads(|| q.dequeue_batch_into_with_visibility(max, wait, visibility, inner)).map_err(to_py)?;
+        let total: usize = inner.iter().map(|m| m.payload.len()).sum();
+        if out.len() < total {
+            out.resize(total)?;
+        }
+        // SAFETY: the GIL is held and no Python code runs until the copy is
+        // done, so nothing resizes or frees `out` meanwhile; `out` is at
+        // least `total` bytes long (above).
+        let dst = unsafe { out.as_bytes_mut() };
+        let mut at = 0;
+        let mut spans = Vec::with_capacity(inner.len());
+        for m in inner.iter() {
+            let len = m.payload.len();
+            dst[at..at + len].copy_from_slice(m.payload);
+            spans.push((m.id, at, len, m.attempts, kind_name(m.kind), m.enqueued_ns));
+            at += len;
+        }
+        Ok(spans)
+    }
+
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let q = self.get()?;
         py.allow_threads(|| q.flush()).map_err(to_py)
@@ -260,6 +305,21 @@ impl PyFastQueue {
             .map_err(to_py),
             None => Ok(()),
         }
+    }
+}
+
+/// The native side of `iolab.fastqueue.MessageBatch`: the Rust batch whose
+/// buffer a consumer reuses from one `dequeue_batch_into` to the next.
+#[pyclass(name = "MessageBatch", module = "iolab._iolab")]
+struct PyMessageBatch {
+    batch: fastqueue::MessageBatch,
+}
+
+#[pymethods]
+impl PyMessageBatch {
+    #[new]
+    fn new() -> Self {
+        PyMessageBatch { batch: fastqueue::MessageBatch::new() }
     }
 }
 
@@ -426,6 +486,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyFastQueue>()?;
     m.add_class::<PyFilePerMessageQueue>()?;
+    m.add_class::<PyMessageBatch>()?;
     m.add("QueueError", py.get_type::<QueueError>())?;
     m.add("QueueLockedError", py.get_type::<QueueLockedError>())?;
     m.add("QueueCorruptError", py.get_type::<QueueCorruptError>())?;
