@@ -49,6 +49,9 @@ fn kind_name(k: QueueKind) -> &'static str {
 
 type PyMessage = (u64, Py<PyBytes>, u32, &'static str, u64);
 
+/// (id, size, attempts, kind, state, enqueued_ns, not_before_ns).
+type BrowsedMessage = (u64, u32, u32, &'static str, &'static str, u64, u64);
+
 fn message(py: Python<'_>, m: fastqueue::Message) -> PyMessage {
     (m.id, PyBytes::new(py, &m.payload).unbind(), m.attempts, kind_name(m.kind), m.enqueued_ns)
 }
@@ -107,6 +110,9 @@ impl PyFastQueue {
                 )))
             }
         };
+        // `..default()`: a build with fastqueue's `loom` feature (for its
+        // model checks) has one more field, only there.
+        #[allow(clippy::needless_update)]
         let cfg = Config {
             segment_size,
             batch_bytes,
@@ -116,6 +122,7 @@ impl PyFastQueue {
             max_attempts,
             spare_segments,
             visibility_timeout: optional_seconds("visibility_timeout", visibility_timeout)?,
+            ..Config::default()
         };
         let q = py.allow_threads(|| fastqueue::FastQueue::open(&path, cfg)).map_err(to_py)?;
         Ok(PyFastQueue { inner: Slot::new(q) })
@@ -138,7 +145,7 @@ impl PyFastQueue {
 
     /// (id, size, attempts, kind, state, enqueued_ns, not_before_ns) of
     /// every live message, by id.
-    fn browse(&self, py: Python<'_>) -> PyResult<Vec<(u64, u32, u32, &'static str, &'static str, u64, u64)>> {
+    fn browse(&self, py: Python<'_>) -> PyResult<Vec<BrowsedMessage>> {
         let q = self.get()?;
         let list = py.allow_threads(|| q.browse()).map_err(to_py)?;
         Ok(list
