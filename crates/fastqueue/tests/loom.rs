@@ -47,19 +47,20 @@ use fastqueue::{Config, Durability, Error, FastQueue, QueueKind};
 /// of `nack_racing_close` at 1, 60,184 at 2; `close_with_rounds_in_flight`
 /// 5,828 at 1, over a million at 2).
 fn check(name: &str, preemptions: usize, model: impl Fn() + Sync + Send + 'static) {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    // This model's own count (the models run on parallel test threads).
+    let runs = Arc::new(AtomicUsize::new(0));
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(preemptions);
     }
     // The queue's calls take many steps each.
     b.max_branches = 100_000;
-    let before = RUNS.load(Ordering::Relaxed);
+    let counter = runs.clone();
     b.check(move || {
-        RUNS.fetch_add(1, Ordering::Relaxed);
+        counter.fetch_add(1, Ordering::Relaxed);
         model();
     });
-    let n = RUNS.load(Ordering::Relaxed) - before;
+    let n = runs.load(Ordering::Relaxed);
     println!("loom model {name}: {n} interleavings, preemption bound {:?}", b.preemption_bound);
 }
 
