@@ -64,6 +64,8 @@ test-build: venv
 
 test-rust:
 	cargo test --workspace --profile $(TEST_PROFILE)
+	# FastQueue's threads under the loom model checker (crates/fastqueue/tests/loom.rs, ~45 s)
+	cargo test -p fastqueue --profile $(TEST_PROFILE) --features loom --test loom
 
 test-python:
 	$(PY) -m pytest -q

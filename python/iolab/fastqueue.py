@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Iterable, Literal, Optional, Union
+from typing import Iterable, Iterator, Literal, Optional, Union
 
 from iolab import _iolab
 
@@ -39,6 +39,8 @@ __all__ = [
     "FastQueue",
     "FilePerMessageQueue",
     "Message",
+    "MessageBatch",
+    "MessageInfo",
     "QueueError",
     "QueueLockedError",
     "QueueCorruptError",
@@ -66,6 +68,104 @@ class Message:
     """Time of the first enqueue, ns since the Unix epoch."""
 
 
+@dataclass(frozen=True)
+class MessageInfo:
+    """A message as :meth:`FastQueue.browse` lists it (nothing is taken)."""
+
+    id: int
+    size: int
+    """Payload bytes."""
+    attempts: int
+    """Failed deliveries so far."""
+    kind: Kind
+    """The queue it is in: ``"main"``, ``"retry"`` or ``"dead"``."""
+    state: Literal["ready", "delayed", "in-flight", "dead"]
+    """``ready`` to deliver, ``delayed`` (a retry not yet due), ``in-flight``
+    (taken, not acknowledged nor given back) or ``dead``."""
+    enqueued_ns: int
+    """Time of the first enqueue, ns since the Unix epoch."""
+    not_before_ns: int
+    """A retry's due time, ns since the Unix epoch (0 in the main queue)."""
+
+
+@dataclass(frozen=True)
+class BatchMessage:
+    """A message of a :class:`MessageBatch`: its payload is a view of the
+    batch's buffer, made when asked for (no copy)."""
+
+    batch: MessageBatch
+    index: int
+    id: int
+    attempts: int
+    kind: Kind
+    enqueued_ns: int
+
+    @property
+    def payload(self) -> memoryview:
+        """The payload, a read-only view into the batch's buffer: valid until
+        the next dequeue into the batch, which refuses to run while a view
+        is alive (``BufferError``)."""
+        return self.batch.payload(self.index)
+
+
+class MessageBatch:
+    """Messages read by :meth:`FastQueue.dequeue_batch_into` into buffers
+    kept from one dequeue to the next: no allocation per message once they
+    have grown to a batch's size (:meth:`FastQueue.dequeue_batch` makes a
+    ``bytes`` object per payload). Payloads are views of :attr:`buffer`, so
+    a refill while one is still viewed would change the bytes under it: the
+    next dequeue into the batch raises ``BufferError`` instead, as a
+    ``bytearray`` with live views refuses to be resized.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d, FastQueue(d) as q:
+    ...     _ = q.enqueue_many([b"one", b"two"])
+    ...     batch = MessageBatch()
+    ...     n = q.dequeue_batch_into(batch, 100)
+    ...     payloads = [bytes(m.payload) for m in batch]
+    ...     q.ack_many(batch.ids())
+    ...     (n, payloads)
+    (2, [b'one', b'two'])
+    """
+
+    def __init__(self) -> None:
+        self._native = _iolab.MessageBatch()
+        self.buffer = bytearray()
+        """The payloads, one after another."""
+        self._spans: list[tuple[int, int, int, int, str, int]] = []
+
+    def _check_unviewed(self) -> None:
+        # A bytearray with live views (memoryviews, buffer exports) cannot be
+        # resized: growing and shrinking it by one byte asks exactly that.
+        try:
+            self.buffer.append(0)
+            del self.buffer[-1]
+        except BufferError:
+            raise BufferError(
+                "a payload of this MessageBatch is still viewed (a memoryview of it is alive): "
+                "release it before the next dequeue into the batch"
+            ) from None
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def __getitem__(self, i: int) -> BatchMessage:
+        mid, _, _, attempts, kind, enqueued_ns = self._spans[i]
+        return BatchMessage(self, i if i >= 0 else len(self._spans) + i, mid, attempts, kind, enqueued_ns)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[BatchMessage]:
+        return (self[i] for i in range(len(self._spans)))
+
+    def ids(self) -> list[int]:
+        """The ids in delivery order (for :meth:`FastQueue.ack_many`)."""
+        return [s[0] for s in self._spans]
+
+    def payload(self, i: int) -> memoryview:
+        """The ``i``-th payload, a read-only view of :attr:`buffer`."""
+        _, start, length, *_ = self._spans[i]
+        return memoryview(self.buffer).toreadonly()[start : start + length]
+
+
 def _messages(raw: Iterable[tuple]) -> list[Message]:
     return [Message(*m) for m in raw]
 
@@ -86,8 +186,9 @@ def _count(name: str, value: int, limit: int = _U64) -> int:
 class FastQueue:
     """A durable disk message queue in directory ``path`` (created if absent).
 
-    Only one process may open a queue (a lock file guards it:
-    :class:`QueueLockedError`); many threads of that process may share it.
+    Only one process may open a queue, once (a lock file guards it:
+    :class:`QueueLockedError`, whose message says whether this process or
+    another holds it); many threads of that process may share it.
 
     Args:
         path: the queue directory.
@@ -140,6 +241,41 @@ class FastQueue:
         """Stores ``payload``; returns its id once it is durable."""
         return self._q.enqueue(payload)
 
+    def enqueue_many(self, payloads: Iterable[bytes]) -> list[int]:
+        """Stores several payloads with one wait; returns their ids once all
+        are durable (none is stored if one is too large)."""
+        return self._q.enqueue_many([bytes(p) for p in payloads])
+
+    def browse(self) -> list[MessageInfo]:
+        """Every live message, by id, without taking any: one snapshot taken
+        at one instant while producers and consumers go on (an enqueue shows
+        once it is durable; the states may have changed by the time it is
+        read)."""
+        return [MessageInfo(*m) for m in self._q.browse()]
+
+    def delete(self, ids: Iterable[int]) -> None:
+        """Deletes messages by id in any state (ready, delayed, in flight,
+        dead); returns once that is durable. None is deleted if one id is
+        unknown (``ValueError``); a consumer's later ``ack`` of one raises
+        ``ValueError``."""
+        self._q.delete([_count("id", i) for i in ids])
+
+    def requeue_dead(self, ids: Optional[Iterable[int]] = None) -> list[int]:
+        """Moves dead letters back for another try (to the retry queue, due
+        now, attempts reset to 0, same id): those of ``ids``, or all
+        (``None``). Returns the ids moved, once the move is durable."""
+        chosen = None if ids is None else [_count("id", i) for i in ids]
+        return self._q.requeue_dead(chosen)
+
+    def __iter__(self) -> Iterator[Message]:
+        """The messages ready now, each taken as :meth:`dequeue` takes it (in
+        flight until acked or given back); stops when none is ready."""
+        while True:
+            batch = self.dequeue_batch(64)
+            if not batch:
+                return
+            yield from batch
+
     def flush(self) -> None:
         """Closes the open batch now; with ``durability="os"`` also syncs."""
         self._q.flush()
@@ -161,6 +297,19 @@ class FastQueue:
         """Takes up to ``n`` messages, read with one large read where adjacent
         (``timeout`` and ``visibility`` as in :meth:`dequeue`)."""
         return _messages(self._q.dequeue_batch(_count("n", n), timeout, visibility))
+
+    def dequeue_batch_into(
+        self, batch: MessageBatch, n: int, timeout: Optional[float] = None, visibility: Optional[float] = None
+    ) -> int:
+        """Takes up to ``n`` messages into ``batch``, replacing what it held,
+        and returns how many (``timeout`` and ``visibility`` as in
+        :meth:`dequeue`; delivery, ``ack``/``nack`` and checks as in
+        :meth:`dequeue_batch`). Raises ``BufferError``, taking nothing, while
+        a payload of the batch is still viewed."""
+        batch._check_unviewed()
+        batch._spans = []
+        batch._spans = self._q.dequeue_batch_into(batch._native, _count("n", n), batch.buffer, timeout, visibility)
+        return len(batch._spans)
 
     def extend_visibility(self, id: int, seconds: float) -> None:
         """Gives an in-flight delivery ``seconds`` more from now before it is

@@ -13,7 +13,8 @@ use std::sync::Mutex;
 
 use crate::batch::MessageBatch;
 use crate::error::{Error, Result};
-use crate::queue::{now_ns, Message};
+use crate::clock::{Clock, SystemClock};
+use crate::message::Message;
 use crate::QueueKind;
 
 /// Hashed directories under `msg/` by default (qmail's `conf-split` is
@@ -136,7 +137,7 @@ impl FilePerMessageQueue {
         for (id, attempts) in taken {
             let path = self.path_of(id);
             let payload = fs::read(&path).map_err(io(&path, "read"))?;
-            out.push(Message { id, payload, attempts, kind: QueueKind::Main, enqueued_ns: now_ns() });
+            out.push(Message { id, payload, attempts, kind: QueueKind::Main, enqueued_ns: SystemClock.now_ns() });
         }
         Ok(out)
     }
@@ -221,6 +222,6 @@ fn read_file_into(path: &Path, batch: &mut MessageBatch, id: u64, attempts: u32)
             Err(e) => return Err(Error::io(path, "read", e)),
         }
     }
-    batch.push(id, attempts, QueueKind::Main, now_ns(), start, len);
+    batch.push(id, attempts, QueueKind::Main, SystemClock.now_ns(), start, len);
     Ok(())
 }

@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use crate::format::QueueKind;
-use crate::queue::{Message, SegMap};
+use crate::message::{Message, SegMap};
 
 /// Messages of one dequeue, their bytes in one buffer reused by the next
 /// dequeue into the same batch. See

@@ -522,15 +522,39 @@ fn device(case: &Case) -> Result<Outcome, String> {
     })
 }
 
-/// An empty file to write into (created, or truncated).
+/// A new file to write into, in a directory the bench made: created, never
+/// opened if something is there (no truncation, no link followed).
 fn scratch_file(path: &Path) -> Result<std::fs::File, String> {
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Gets `dir` ready for a case: made if absent, or an empty directory. The
+/// bench deletes `dir` whole afterwards, so it refuses one that holds
+/// anything it did not make (issue 27: `iolab queue bench --dir D` deleted
+/// the user's `D/fastqueue`, `D/file-per-message`, `D/recovery`).
+pub fn fresh_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {
+            let mut entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            if entries.next().is_some() {
+                return Err(format!(
+                    "{}: not empty; the benchmark works only in a new or empty directory (it deletes it afterwards)",
+                    dir.display()
+                ));
+            }
+            Ok(())
+        }
+        Ok(_) => Err(format!("{}: not a directory (the benchmark's scratch directory must be one it can make)", dir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+        }
+        Err(e) => Err(format!("{}: {e}", dir.display())),
+    }
 }
 
 /// Runs one case, its consumer reading with [`ReadApi::Batch`] where the
@@ -543,8 +567,7 @@ pub fn run(case: &Case) -> Result<Outcome, String> {
 /// file-per-message; the others always read a `Vec` per message).
 pub fn run_with(case: &Case, api: ReadApi) -> Result<Outcome, String> {
     case.validate()?;
-    let _ = std::fs::remove_dir_all(&case.dir);
-    std::fs::create_dir_all(&case.dir).map_err(|e| format!("{}: {e}", case.dir.display()))?;
+    fresh_dir(&case.dir)?;
     let result = run_in(case, api);
     let _ = std::fs::remove_dir_all(&case.dir);
     result
@@ -614,9 +637,16 @@ pub fn sync_probe(dir: &Path, count: usize) -> Result<(f64, f64), String> {
     if count == 0 || count > 100_000 {
         return Err(format!("count: {count} is not between 1 and 100000"));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    fresh_dir(dir)?;
     let path = dir.join("sync-probe.bin");
-    let f = scratch_file(&path)?;
+    let f = scratch_file(&path);
+    let f = match f {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = std::fs::remove_dir(dir);
+            return Err(e);
+        }
+    };
     let block = vec![0x3Cu8; 4096];
     let slots = 256u64;
     for i in 0..slots {
@@ -631,6 +661,7 @@ pub fn sync_probe(dir: &Path, count: usize) -> Result<(f64, f64), String> {
         lat.push(t0.elapsed().as_nanos() as u64);
     }
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir(dir);
     lat.sort_unstable();
     Ok((percentile(&lat, 0.5), percentile(&lat, 0.99)))
 }
@@ -649,7 +680,7 @@ pub struct Recovery {
 /// Fills a queue in `dir` with `bytes` of 1 KiB messages, closes it,
 /// evicts its files from the page cache, and times the open.
 pub fn recovery(dir: &Path, bytes: u64) -> Result<Recovery, String> {
-    let _ = std::fs::remove_dir_all(dir);
+    fresh_dir(dir)?;
     let cfg = Config { durability: crate::Durability::Os, batch_delay: Duration::ZERO, ..Config::default() };
     {
         let q = Arc::new(FastQueue::open(dir, cfg.clone()).map_err(|e| e.to_string())?);

@@ -36,6 +36,20 @@ pub enum Error {
         /// The queue directory.
         path: PathBuf,
     },
+    /// The queue is already open in this process (another `FastQueue`
+    /// holds it): share that one, or close it first.
+    #[error("fastqueue: {path}: the queue is already open in this process; use that FastQueue (threads may share it), or close it (and drop the batches of dequeue_batch_mapped, which keep its lock) first")]
+    AlreadyOpen {
+        /// The queue directory.
+        path: PathBuf,
+    },
+    /// `requeue_dead` of a message that is not a dead letter waiting in
+    /// the dead-letter queue.
+    #[error("fastqueue: message {id} is not a dead letter waiting in the dead-letter queue (not dead, or taken by dequeue_dead)")]
+    NotDead {
+        /// The id given.
+        id: u64,
+    },
     /// A configuration value is out of range.
     #[error("fastqueue: {field}: {message}")]
     Invalid {
@@ -82,9 +96,10 @@ pub enum Error {
         /// This process.
         pid: u32,
     },
-    /// An earlier write or sync failed; the queue stops accepting work
-    /// because the state of the disk is unknown. Reopen it to recover.
-    #[error("fastqueue: {dir}: queue stopped after an I/O error ({cause}); reopen it to recover")]
+    /// An earlier write or sync failed, or a thread of the queue died; the
+    /// queue stops accepting work because the state of the disk is
+    /// unknown. Reopen it to recover.
+    #[error("fastqueue: {dir}: queue stopped ({cause}); reopen it to recover")]
     Failed {
         /// The queue directory.
         dir: PathBuf,

@@ -41,18 +41,23 @@ pub mod clock;
 mod error;
 pub mod format;
 pub mod manifest;
+mod message;
 mod queue;
 mod repair;
 mod scan;
 pub mod sim;
 mod storage;
+mod sync;
 
 pub use baseline::FilePerMessageQueue;
 pub use batch::{MessageBatch, MessageRef};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use format::QueueKind;
-pub use queue::{Config, Durability, FastQueue, Message, OpenReport, RoundTicket, Stats, MAX_SPARE_SEGMENTS, MAX_VISIBILITY};
+pub use queue::{
+    Config, Durability, FastQueue, Message, MessageInfo, MessageState, Messages, OpenReport, RoundTicket, Stats, MAX_SPARE_SEGMENTS,
+    MAX_VISIBILITY,
+};
 pub use repair::{CheckReport, RepairReport};
 pub use scan::{Problem, ProblemKind, TornTail};
 pub use storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
@@ -98,9 +103,13 @@ fn locked(dir: &Path, shared: bool) -> Result<DirStorage> {
         ));
     }
     let storage = DirStorage::new(dir).map_err(|e| Error::io(dir, "open", e))?;
+    if storage.open_here() {
+        return Err(Error::AlreadyOpen { path: dir.to_path_buf() });
+    }
     let locked = if shared { storage.try_lock_shared() } else { storage.try_lock() };
     match locked {
         Ok(true) => Ok(storage),
+        Ok(false) if storage.open_here() => Err(Error::AlreadyOpen { path: dir.to_path_buf() }),
         Ok(false) => Err(Error::Locked { path: dir.to_path_buf() }),
         Err(e) => Err(Error::io(dir.join("LOCK"), "lock", e)),
     }

@@ -13,9 +13,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 mod reader;
 mod writer;
@@ -23,12 +22,15 @@ mod writer;
 use writer::zero_range;
 
 use crate::batch::MessageBatch;
+use crate::message::{SegMap, Unlock};
+pub use crate::message::Message;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::format::*;
 use crate::manifest::{self, Manifest, Tail};
 use crate::scan::{free_name, scan, seg_name, ScanMode, TornTail};
-use crate::storage::{read_full, DirStorage, FileMap, Storage, StorageFile};
+use crate::storage::{read_full, DirStorage, Storage, StorageFile};
+use crate::sync::{self, Condvar, JoinHandle, Mutex, MutexGuard};
 
 /// When [`FastQueue::enqueue`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +75,11 @@ pub struct Config {
     /// delivered message stays in flight until ack, nack or the next
     /// open). [`FastQueue::dequeue_batch_with_visibility`] sets it per call.
     pub visibility_timeout: Option<Duration>,
+    /// Syncer threads, for the loom models only (loom models at most five
+    /// threads in all); the queue always runs `PIPELINE_DEPTH`.
+    #[cfg(feature = "loom")]
+    #[doc(hidden)]
+    pub loom_syncers: usize,
 }
 
 impl Default for Config {
@@ -86,6 +93,8 @@ impl Default for Config {
             max_attempts: 5,
             spare_segments: 1,
             visibility_timeout: None,
+            #[cfg(feature = "loom")]
+            loom_syncers: PIPELINE_DEPTH,
         }
     }
 }
@@ -152,19 +161,83 @@ fn check_visibility(v: Duration) -> Result<()> {
     Ok(())
 }
 
-/// A message handed to a consumer.
+/// One message as [`FastQueue::browse`] lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Message {
-    /// Id given by enqueue; kept when the message is retried.
+pub struct MessageInfo {
+    /// Its id.
     pub id: u64,
-    /// The bytes enqueued.
-    pub payload: Vec<u8>,
-    /// Failed deliveries so far (`nack` calls and visibility timeouts).
+    /// Payload bytes.
+    pub size: u32,
+    /// Failed deliveries so far.
     pub attempts: u32,
-    /// The logical queue it came from.
+    /// The logical queue it is in.
     pub kind: QueueKind,
+    /// What it is doing.
+    pub state: MessageState,
     /// Time of the first enqueue, ns since the Unix epoch.
     pub enqueued_ns: u64,
+    /// A retry's due time, ns since the Unix epoch (0 for the main queue).
+    pub not_before_ns: u64,
+}
+
+/// The state of a message in [`FastQueue::browse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageState {
+    /// Waiting to be delivered (main queue, or a retry that is due).
+    Ready,
+    /// A retry not yet due.
+    Delayed,
+    /// Handed to a consumer, not yet acknowledged nor given back (or being
+    /// copied by `nack` or `requeue_dead` at this instant).
+    InFlight,
+    /// In the dead-letter queue.
+    Dead,
+}
+
+impl MessageState {
+    /// Its name: `ready`, `delayed`, `in-flight`, `dead`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageState::Ready => "ready",
+            MessageState::Delayed => "delayed",
+            MessageState::InFlight => "in-flight",
+            MessageState::Dead => "dead",
+        }
+    }
+}
+
+/// The iterator of [`FastQueue::iter`].
+pub struct Messages<'a> {
+    queue: &'a FastQueue,
+    batch: std::vec::IntoIter<Message>,
+    done: bool,
+}
+
+impl Iterator for Messages<'_> {
+    type Item = Result<Message>;
+
+    fn next(&mut self) -> Option<Result<Message>> {
+        if let Some(m) = self.batch.next() {
+            return Some(Ok(m));
+        }
+        if self.done {
+            return None;
+        }
+        match self.queue.dequeue_batch(64, None) {
+            Ok(b) if b.is_empty() => {
+                self.done = true;
+                None
+            }
+            Ok(b) => {
+                self.batch = b.into_iter();
+                self.batch.next().map(Ok)
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 /// What the open found and did.
@@ -210,6 +283,8 @@ pub struct Stats {
     pub enqueued: u64,
     /// Messages acknowledged since open.
     pub acked: u64,
+    /// Messages deleted by [`FastQueue::delete`] since open.
+    pub deleted: u64,
     /// Write rounds (batches) since open.
     pub rounds: u64,
     /// `fdatasync` calls since open.
@@ -276,47 +351,6 @@ struct Segment {
     /// holds a clone: the recycler leaves the segment alone while any
     /// clone but this one exists.
     map: Option<Arc<SegMap>>,
-}
-
-/// A segment's read-only mapping, shared by the queue and the batches that
-/// borrow payloads from it (their *pins*).
-pub(crate) struct SegMap {
-    map: FileMap,
-    /// The queue's lock, kept while any pin exists: otherwise a consumer
-    /// holding a batch past the queue's close could see a later open
-    /// recycle the segment and rewrite the bytes it borrows.
-    _lock: Arc<Unlock>,
-}
-
-impl SegMap {
-    /// Bytes mapped.
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// The mapped bytes `start..start + len`. Only for bytes that nobody
-    /// writes while the slice lives: payloads of published records (the
-    /// queue never rewrites them while the segment is in use, and does not
-    /// recycle a pinned segment); anyone else writing the file breaks that
-    /// (docs/fastqueue.md). Panics out of bounds.
-    pub(crate) fn slice(&self, start: usize, len: usize) -> &[u8] {
-        assert!(start <= self.map.len() && len <= self.map.len() - start);
-        // SAFETY: in bounds (checked); the mapping lives as long as `self`;
-        // the bytes are not written while borrowed (above).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), len) }
-    }
-
-    /// Copies the mapped bytes at `start` into `dst` with volatile reads:
-    /// for record headers, whose delete flag the writer may be changing
-    /// at that moment (the header checksum leaves it out, so a flag
-    /// changing under the copy cannot make a header look valid or not).
-    pub(crate) fn copy_to(&self, start: usize, dst: &mut [u8]) {
-        assert!(start <= self.map.len() && dst.len() <= self.map.len() - start);
-        for (i, d) in dst.iter_mut().enumerate() {
-            // SAFETY: in bounds (checked); a byte read has no alignment need.
-            *d = unsafe { std::ptr::read_volatile(self.map.as_ptr().add(start + i)) };
-        }
-    }
 }
 
 /// Records bound for one segment, written by one call.
@@ -463,11 +497,6 @@ pub struct FastQueue {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-pub(crate) fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
 
 /// An item popped for delivery, read outside the state lock.
 struct Popped {
@@ -513,12 +542,17 @@ impl FastQueue {
         let started = Instant::now();
         cfg.validate()?;
         let dir = storage.path("");
+        if storage.open_here() {
+            return Err(Error::AlreadyOpen { path: dir });
+        }
         match storage.try_lock() {
             Ok(true) => {}
+            // Two opens in this process at once: the loser is told so.
+            Ok(false) if storage.open_here() => return Err(Error::AlreadyOpen { path: dir }),
             Ok(false) => return Err(Error::Locked { path: dir }),
             Err(e) => return Err(Error::io(storage.path("LOCK"), "lock", e)),
         }
-        let lock = Arc::new(Unlock(storage.clone()));
+        let lock = Arc::new(Unlock::new(storage.clone()));
         let found = scan(&*storage, ScanMode::Open)?;
         for name in &found.temporary {
             storage.remove(name).map_err(|e| Error::io(storage.path(name), "remove", e))?;
@@ -620,9 +654,9 @@ impl FastQueue {
                 let seq = st.next_seq;
                 st.next_seq += 1;
                 let id_floor = st.next_id;
-                *inner.state.lock().unwrap() = st;
+                *sync::lock(&inner.state) = st;
                 inner.activate(seq, id_floor)?;
-                st = std::mem::take(&mut *inner.state.lock().unwrap());
+                st = std::mem::take(&mut *sync::lock(&inner.state));
                 st.head_seq = seq;
                 st.head_off = SEGMENT_HEADER_LEN;
                 st.head_size = cfg_segment_size;
@@ -642,24 +676,33 @@ impl FastQueue {
             superseded: superseded.len() as u64,
             duration: Duration::ZERO,
         };
-        *inner.state.lock().unwrap() = st;
+        *sync::lock(&inner.state) = st;
         inner.retire(retire)?;
         // Lists what is there now, and says the queue is open (not closed
         // cleanly) before any write.
         inner.write_manifest(None)?;
-        inner.state.lock().unwrap().stats.open.duration = started.elapsed();
+        sync::lock(&inner.state).stats.open.duration = started.elapsed();
         let mut threads = Vec::new();
-        let spawn = |name: &str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
+        let spawn = |name: &'static str, f: fn(Arc<Inner>), threads: &mut Vec<JoinHandle<()>>| -> Result<()> {
             let worker = inner.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("fastqueue-{name}"))
-                .spawn(move || f(worker))
-                .map_err(|e| Error::io(&dir, "spawn a thread", e))?;
+            let h = sync::spawn(name, move || {
+                // A thread that dies must not leave its callers waiting for
+                // it: the queue fails, and every wait ends with the error.
+                let me = worker.clone();
+                if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || f(worker))) {
+                    me.died(name, &*panic);
+                }
+            })
+            .map_err(|e| Error::io(&dir, "spawn a thread", e))?;
             threads.push(h);
             Ok(())
         };
         let started = spawn("writer", Inner::writer_loop, &mut threads).and_then(|_| {
-            let syncers = if inner.cfg.durability == Durability::Sync { PIPELINE_DEPTH } else { 0 };
+            #[cfg(not(feature = "loom"))]
+            let depth = PIPELINE_DEPTH;
+            #[cfg(feature = "loom")]
+            let depth = inner.cfg.loom_syncers;
+            let syncers = if inner.cfg.durability == Durability::Sync { depth } else { 0 };
             (0..syncers).try_for_each(|_| spawn("syncer", Inner::syncer_loop, &mut threads))?;
             spawn("recycler", Inner::recycler_loop, &mut threads)
         });
@@ -737,7 +780,7 @@ impl FastQueue {
     pub fn wait_durable(&self, round: RoundTicket) -> Result<()> {
         self.inner.owner()?;
         // Not `usable`: a round made durable before a close still counts.
-        let st = self.inner.state.lock().unwrap();
+        let st = sync::lock(&self.inner.state);
         self.inner.wait_round(st, round.0)
     }
 
@@ -749,6 +792,7 @@ impl FastQueue {
         let mut st = self.inner.usable()?;
         st.flush_now = true;
         st.sync_all = true;
+        self.inner.work_added(&mut st);
         let ticket = st.open_round;
         self.inner.work_cv.notify_one();
         self.inner.wait_round(st, ticket)
@@ -964,7 +1008,7 @@ impl FastQueue {
             if let Some(due) = next {
                 nap = nap.min(Duration::from_nanos(due.saturating_sub(now)).max(Duration::from_micros(100)));
             }
-            st = self.inner.ready_cv.wait_timeout(st, nap).unwrap().0;
+            st = sync::wait_timeout(&self.inner.ready_cv, st, nap);
             if st.failed.is_some() || st.closed {
                 return Err(self.inner.unusable(&st));
             }
@@ -1031,9 +1075,7 @@ impl FastQueue {
             st.flags.push((min.seq, min.offset));
             st.stats.acked += 1;
         }
-        if st.first_pending.is_none() {
-            st.first_pending = Some(Instant::now());
-        }
+        self.inner.work_added(&mut st);
         // A caller waiting, like a producer: with as many waiting as in the
         // last round the round closes without waiting for the timer.
         st.pending_waiters += 1;
@@ -1071,7 +1113,7 @@ impl FastQueue {
         let popped = Popped::of(id, min.clone(), &st.segments[&min.seq]);
         drop(st);
         let read = self.inner.read(vec![popped]);
-        let mut st = self.inner.state.lock().unwrap();
+        let mut st = sync::lock(&self.inner.state);
         let msg = match read {
             Ok(mut m) => m.pop().unwrap(),
             Err(e) => {
@@ -1098,6 +1140,167 @@ impl FastQueue {
         Ok(kind)
     }
 
+    /// Every live message as it is now, without taking or changing any:
+    /// for a `mailq`-like listing while producers and consumers run. The
+    /// list is one consistent snapshot, taken under the queue's lock: a
+    /// message appears once its enqueue is durable (an enqueue still
+    /// waiting for its round does not), with its state at that instant;
+    /// by the time the caller reads it a consumer may have taken, acked or
+    /// given back any of them. Ordered by id. Nothing is read from disk.
+    pub fn browse(&self) -> Result<Vec<MessageInfo>> {
+        self.inner.owner()?;
+        let now = self.inner.clock.now_ns();
+        let st = self.inner.usable()?;
+        let mut out: Vec<MessageInfo> = st
+            .index
+            .iter()
+            .map(|(&id, m)| MessageInfo {
+                id,
+                size: m.payload_len,
+                attempts: m.attempts,
+                kind: m.kind,
+                state: match m.state {
+                    MinState::InFlight | MinState::Moving => MessageState::InFlight,
+                    MinState::Ready if m.kind == QueueKind::Dead => MessageState::Dead,
+                    MinState::Ready if m.kind == QueueKind::Retry && m.not_before_ns > now => MessageState::Delayed,
+                    MinState::Ready => MessageState::Ready,
+                },
+                enqueued_ns: m.enqueued_ns,
+                not_before_ns: m.not_before_ns,
+            })
+            .collect();
+        out.sort_unstable_by_key(|m| m.id);
+        Ok(out)
+    }
+
+    /// Deletes messages by id, whatever their state (ready, delayed, in
+    /// flight, dead), and returns once the deletes are durable: an
+    /// administrator's delete (`postsuper -d`). A consumer holding one of
+    /// them in flight gets [`Error::UnknownId`] when it acks or nacks it.
+    /// Refused, deleting none of them, if one id is not a live message
+    /// ([`Error::UnknownId`]) or is being copied by a `nack` or
+    /// [`FastQueue::requeue_dead`] at this moment (try again).
+    pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        self.inner.owner()?;
+        let mut st = self.inner.usable()?;
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for id in ids {
+            match st.index.get(id) {
+                None => return Err(Error::UnknownId { id: *id }),
+                Some(m) if m.state == MinState::Moving => {
+                    return Err(Error::invalid("id", format!("message {id} is being moved by nack or requeue; try again")))
+                }
+                Some(_) => {}
+            }
+        }
+        for id in ids {
+            let Some(min) = st.index.remove(id) else { continue };
+            if min.state == MinState::InFlight {
+                st.in_flight -= 1;
+            }
+            st.leases.remove(&(min.lease_ns, *id));
+            st.flags.push((min.seq, min.offset));
+            st.stats.deleted += 1;
+        }
+        self.inner.work_added(&mut st);
+        st.pending_waiters += 1;
+        let ticket = st.open_round;
+        self.inner.work_cv.notify_one();
+        self.inner.wait_round(st, ticket)
+    }
+
+    /// Moves dead letters back for another try: each is copied, with its
+    /// attempt count reset to 0, to the retry queue due now (delivered
+    /// before the main queue, as every retry is), keeping its id; returns
+    /// the ids moved, once the copies are durable. `ids`: those dead
+    /// letters (each must be one, and not taken by `dequeue_dead`:
+    /// [`Error::NotDead`]); `None`: every dead letter not taken. A crash
+    /// between the copy and the delete of the dead one is resolved on open
+    /// (the newer copy wins), as for `nack`.
+    pub fn requeue_dead(&self, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.inner.owner()?;
+        let mut st = self.inner.usable()?;
+        let chosen: Vec<u64> = match ids {
+            Some(ids) => {
+                for &id in ids {
+                    match st.index.get(&id) {
+                        None => return Err(Error::UnknownId { id }),
+                        Some(m) if m.kind != QueueKind::Dead || m.state != MinState::Ready => {
+                            return Err(Error::NotDead { id })
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let mut v = ids.to_vec();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+            None => {
+                let mut v: Vec<u64> = st
+                    .index
+                    .iter()
+                    .filter(|(_, m)| m.kind == QueueKind::Dead && m.state == MinState::Ready)
+                    .map(|(&id, _)| id)
+                    .collect();
+                v.sort_unstable();
+                v
+            }
+        };
+        if chosen.is_empty() {
+            return Ok(chosen);
+        }
+        let mut popped = Vec::with_capacity(chosen.len());
+        for &id in &chosen {
+            let m = st.index.get_mut(&id).unwrap();
+            // Counted in flight while being copied, as a nack's message is
+            // (publish takes it out again when the copy replaces it).
+            m.state = MinState::Moving;
+            let min = m.clone();
+            st.in_flight += 1;
+            popped.push(Popped::of(id, min.clone(), &st.segments[&min.seq]));
+        }
+        drop(st);
+        let read = self.inner.read(popped);
+        let mut st = sync::lock(&self.inner.state);
+        let restore = |st: &mut State| {
+            for id in &chosen {
+                if let Some(m) = st.index.get_mut(id) {
+                    m.state = MinState::Ready;
+                    st.in_flight -= 1;
+                }
+            }
+        };
+        let msgs = match read {
+            Ok(m) => m,
+            Err(e) => {
+                restore(&mut st);
+                return Err(e);
+            }
+        };
+        if let Some(e) = self.inner.check_usable(&st) {
+            restore(&mut st);
+            return Err(e);
+        }
+        let now = self.inner.clock.now_ns();
+        let mut ticket = st.durable_round;
+        for m in &msgs {
+            let crc = crc32c::crc32c(&m.payload);
+            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, 0, m.enqueued_ns, now);
+        }
+        self.inner.wait_round(st, ticket)?;
+        Ok(chosen)
+    }
+
+    /// The messages ready now, each taken as [`FastQueue::dequeue`] takes
+    /// it (in flight until acked or given back), until none is ready (the
+    /// iterator does not wait for more). Read in batches of 64.
+    pub fn iter(&self) -> Messages<'_> {
+        Messages { queue: self, batch: Vec::new().into_iter(), done: false }
+    }
+
     /// Creates free segments until `count` are ready, so that later
     /// enqueues never wait for a new file to be written (for example
     /// before a benchmark, or to reserve disk space). Refuses a count whose
@@ -1109,7 +1312,7 @@ impl FastQueue {
         self.inner.check_space("count", more)?;
         while self.inner.usable()?.free.len() < count {
             let name = self.inner.create_free()?;
-            self.inner.state.lock().unwrap().free.push(name);
+            sync::lock(&self.inner.state).free.push(name);
         }
         Ok(())
     }
@@ -1119,7 +1322,7 @@ impl FastQueue {
         if self.inner.owner().is_err() {
             return Stats::default();
         }
-        let st = self.inner.state.lock().unwrap();
+        let st = sync::lock(&self.inner.state);
         let mut s = st.stats.clone();
         let ready = |kind| st.index.values().filter(|m| m.state == MinState::Ready && m.kind == kind).count() as u64;
         s.ready = ready(QueueKind::Main);
@@ -1141,7 +1344,7 @@ impl FastQueue {
         if self.inner.owner().is_err() {
             return 0;
         }
-        self.inner.state.lock().unwrap().index.len()
+        sync::lock(&self.inner.state).index.len()
     }
 
     /// Whether no live message is left.
@@ -1164,37 +1367,57 @@ impl FastQueue {
             return Err(e);
         }
         {
-            let mut st = self.inner.state.lock().unwrap();
+            let mut st = sync::lock(&self.inner.state);
             if st.closed {
                 return Ok(());
+            }
+            if st.closing {
+                // Another thread is closing the queue: this close is done
+                // when that one is (not before: the caller may rely on the
+                // manifest and the lock being released).
+                while !st.closed {
+                    st = sync::wait(&self.inner.ready_cv, st);
+                }
+                return match &st.failed {
+                    Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
+                    None => Ok(()),
+                };
             }
             st.closing = true;
             // Everything is made durable before the clean-close mark (with
             // `Durability::Os` too).
             st.sync_all = true;
+            self.inner.work_added(&mut st);
             self.inner.work_cv.notify_all();
         }
+        // Marks the queue closed and wakes every waiter when this close
+        // ends, even by a panic (a second close waits for it).
+        let _closed = MarkClosed(&self.inner);
         // The writer first (it ends the rounds), then the syncers, then the
         // recycler.
-        for h in std::mem::take(&mut *self.threads.lock().unwrap()) {
+        for h in std::mem::take(&mut *sync::lock(&self.threads)) {
             let _ = h.join();
         }
-        if let Some(h) = self.inner.allocator.lock().unwrap().take() {
+        if let Some(h) = sync::lock(&self.inner.allocator).take() {
             let _ = h.join();
         }
         let retire = {
             // Pinned ones whose batches let go meanwhile too (those still
-            // pinned stay segments: the next open recycles them).
-            let mut st = self.inner.state.lock().unwrap();
+            // pinned stay segments: the next open recycles them). None
+            // after a failure: the next open's scan decides what is free.
+            let mut st = sync::lock(&self.inner.state);
             let mut seqs = std::mem::take(&mut st.retire_pending);
             seqs.append(&mut st.retire_pinned);
+            if st.failed.is_some() {
+                seqs.clear();
+            }
             seqs
         };
         if let Err(e) = self.inner.retire(retire) {
             self.inner.fail(e);
         }
         let tail = {
-            let st = self.inner.state.lock().unwrap();
+            let st = sync::lock(&self.inner.state);
             let head = st.segments.iter().next_back();
             head.filter(|_| st.failed.is_none()).map(|(&seq, s)| Tail { seq, end: s.end })
         };
@@ -1204,13 +1427,10 @@ impl FastQueue {
             Some(tail) => self.inner.write_manifest(Some(tail)),
             None => Ok(()),
         };
-        let mut st = self.inner.state.lock().unwrap();
-        st.closed = true;
+        let mut st = sync::lock(&self.inner.state);
         if let Err(e) = marked {
             st.failed.get_or_insert(e.to_string());
         }
-        self.inner.ready_cv.notify_all();
-        self.inner.wake_all();
         match &st.failed {
             Some(cause) => Err(Error::Failed { dir: self.inner.dir.clone(), cause: cause.clone() }),
             None => Ok(()),
@@ -1218,12 +1438,16 @@ impl FastQueue {
     }
 }
 
-/// Releases the queue lock when dropped.
-pub(crate) struct Unlock(Arc<dyn Storage>);
+/// Sets `closed` and wakes every waiter when dropped (the end of
+/// [`FastQueue::close`]).
+struct MarkClosed<'a>(&'a Inner);
 
-impl Drop for Unlock {
+impl Drop for MarkClosed<'_> {
     fn drop(&mut self) {
-        self.0.unlock();
+        let mut st = sync::lock(&self.0.state);
+        st.closed = true;
+        drop(st);
+        self.0.wake_all();
     }
 }
 
@@ -1365,7 +1589,7 @@ impl Inner {
     /// be durable: until it is, the message is still where it was).
     fn dead_letter(&self, dying: Vec<(u64, Min)>) -> Result<()> {
         for (id, min) in dying {
-            let popped = Popped::of(id, min.clone(), &self.state.lock().unwrap().segments[&min.seq]);
+            let popped = Popped::of(id, min.clone(), &sync::lock(&self.state).segments[&min.seq]);
             let read = self.read(vec![popped]);
             let mut st = self.usable()?;
             let msg = match read {
@@ -1413,7 +1637,7 @@ impl Inner {
 
     /// The state, if the queue still takes work.
     fn usable(&self) -> Result<MutexGuard<'_, State>> {
-        let st = self.state.lock().unwrap();
+        let st = sync::lock(&self.state);
         match self.check_usable(&st) {
             Some(e) => Err(e),
             None => Ok(st),

@@ -130,11 +130,8 @@ pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
                 let file = storage.open(&p.name).map_err(|e| io("open", e))?;
                 let len = file.len().map_err(|e| io("stat", e))?;
                 if len > p.target {
-                    let mut extra = vec![0u8; (len - p.target) as usize];
-                    let n = read_full(&*file, &mut extra, p.target).map_err(|e| io("read", e))?;
-                    extra.truncate(n);
-                    if extra.iter().any(|&b| b != 0) {
-                        report.quarantined.push(quarantine(storage, &p, &extra)?);
+                    if let Some(q) = save_extra(storage, &p, &*file, len)? {
+                        report.quarantined.push(q);
                     }
                 }
                 file.set_len(p.target).map_err(|e| io("truncate", e))?;
@@ -149,7 +146,11 @@ pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
                 let file = storage.open(&p.name).map_err(|e| io("open", e))?;
                 let size = file.len().map_err(|e| io("stat", e))?;
                 let end = p.resume.unwrap_or(size).max(p.offset);
-                let mut bad = vec![0u8; (end - p.offset) as usize];
+                let mut bad = Vec::new();
+                bad.try_reserve_exact((end - p.offset) as usize).map_err(|_| {
+                    io("read", std::io::Error::new(std::io::ErrorKind::OutOfMemory, "damaged region too large to hold in memory"))
+                })?;
+                bad.resize((end - p.offset) as usize, 0);
                 let n = read_full(&*file, &mut bad, p.offset).map_err(|e| io("read", e))?;
                 bad.truncate(n);
                 let used = bad.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
@@ -163,15 +164,74 @@ pub fn repair(storage: &dyn Storage) -> Result<RepairReport> {
     }
 }
 
-/// Saves `bytes` (damaged, or cut off) to `quarantine-<segment>-<offset>.bin`.
+/// A name for a new quarantine file, `quarantine-<stem>.bin` or, if taken
+/// (an earlier repair's, or anything else), `quarantine-<stem>.<n>.bin`:
+/// saved bytes never overwrite a file.
+fn quarantine_name(storage: &dyn Storage, stem: &str) -> Result<String> {
+    let names = storage.list().map_err(|e| Error::io(storage.path(""), "list", e))?;
+    let mut qname = format!("quarantine-{stem}.bin");
+    let mut n = 1;
+    while names.contains(&qname) {
+        qname = format!("quarantine-{stem}.{n}.bin");
+        n += 1;
+    }
+    Ok(qname)
+}
+
+/// Saves `bytes` (damaged, or cut off) to a new
+/// `quarantine-<segment>-<offset>.bin` (created, never opened: a file or
+/// link planted under that name is not written through).
 fn quarantine(storage: &dyn Storage, p: &Problem, bytes: &[u8]) -> Result<PathBuf> {
-    let qname = format!("quarantine-{}-{}.bin", p.name.trim_end_matches(".fq"), p.offset);
+    let qname = quarantine_name(storage, &format!("{}-{}", p.name.trim_end_matches(".fq"), p.offset))?;
     let qpath = storage.path(&qname);
-    let q = storage.create(&qname).map_err(|e| Error::io(&qpath, "create", e))?;
+    let q = storage.create_new(&qname).map_err(|e| Error::io(&qpath, "create", e))?;
     q.write_at(bytes, 0)
         .and_then(|_| q.sync_data())
         .map_err(|e| Error::io(&qpath, "write", e))?;
     Ok(qpath)
+}
+
+/// Saves the non-zero bytes of `file` past its segment size (`p.target`)
+/// to a new quarantine file, at the same offsets from its start, reading
+/// 1 MiB at a time and skipping holes: a segment extended (sparse) to a
+/// terabyte is mended without holding, or reading, the terabyte. Returns
+/// the quarantine file, if any byte was non-zero.
+fn save_extra(storage: &dyn Storage, p: &Problem, file: &dyn StorageFile, len: u64) -> Result<Option<PathBuf>> {
+    let io = |op, e| Error::io(&p.segment, op, e);
+    let mut block = vec![0u8; 1 << 20];
+    let mut saved: Option<(PathBuf, std::sync::Arc<dyn StorageFile>)> = None;
+    let mut at = p.target;
+    while at < len {
+        let Some(data) = file.next_data(at).map_err(|e| io("seek", e))? else { break };
+        if data >= len {
+            break;
+        }
+        // Blocks aligned to 1 MiB from the segment's end.
+        at = p.target + (data - p.target) / block.len() as u64 * block.len() as u64;
+        let want = ((len - at) as usize).min(block.len());
+        let n = read_full(file, &mut block[..want], at).map_err(|e| io("read", e))?;
+        if n == 0 {
+            break;
+        }
+        if block[..n].iter().any(|&b| b != 0) {
+            if saved.is_none() {
+                let qname = quarantine_name(storage, &format!("{}-{}", p.name.trim_end_matches(".fq"), p.offset))?;
+                let qpath = storage.path(&qname);
+                let q = storage.create_new(&qname).map_err(|e| Error::io(&qpath, "create", e))?;
+                saved = Some((qpath, q));
+            }
+            let (qpath, q) = saved.as_ref().unwrap();
+            q.write_at(&block[..n], at - p.target).map_err(|e| Error::io(qpath, "write", e))?;
+        }
+        at += n as u64;
+    }
+    match saved {
+        Some((qpath, q)) => {
+            q.sync_data().map_err(|e| Error::io(&qpath, "fdatasync", e))?;
+            Ok(Some(qpath))
+        }
+        None => Ok(None),
+    }
 }
 
 /// Covers a damaged region with a padding record, which keeps the batch
@@ -192,13 +252,7 @@ fn cover(file: &dyn StorageFile, p: &Problem, bad: &[u8]) -> std::io::Result<()>
 
 /// Moves a whole file aside as `quarantine-<name>.bin` (kept, never read).
 fn set_aside(storage: &dyn Storage, name: &str) -> Result<PathBuf> {
-    let mut qname = format!("quarantine-{}.bin", name.trim_end_matches(".fq"));
-    let names = storage.list().map_err(|e| Error::io(storage.path(""), "list", e))?;
-    let mut n = 1;
-    while names.contains(&qname) {
-        qname = format!("quarantine-{}.{n}.bin", name.trim_end_matches(".fq"));
-        n += 1;
-    }
+    let qname = quarantine_name(storage, name.trim_end_matches(".fq"))?;
     storage.rename(name, &qname).map_err(|e| Error::io(storage.path(name), "rename", e))?;
     Ok(storage.path(&qname))
 }

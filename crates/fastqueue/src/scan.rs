@@ -263,9 +263,21 @@ fn next_valid(buf: &[u8], from: usize, seq: u64) -> Option<(usize, RecordHeader)
     None
 }
 
-fn read_image(file: &dyn StorageFile, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    let len = file.len()? as usize;
+/// Reads a segment file into `buf`, at most `max` bytes: a segment's own
+/// size (its header's), so that bytes added past it (a file extended, even
+/// sparse, to a terabyte) are never read: the size problem reports them.
+/// The memory is reserved first, so that a size beyond what the machine
+/// can give is an error naming the file, not an abort.
+fn read_image(file: &dyn StorageFile, buf: &mut Vec<u8>, max: u64) -> std::io::Result<()> {
+    let len = file.len()?.min(max);
+    let len = usize::try_from(len).map_err(|_| std::io::Error::other("segment too large to scan"))?;
     buf.clear();
+    buf.try_reserve_exact(len).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("cannot hold its {len} bytes in memory to scan it (the scan reads one segment at a time)"),
+        )
+    })?;
     buf.resize(len, 0);
     let n = read_full(file, buf, 0)?;
     buf.truncate(n);
@@ -355,7 +367,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
             // never held a durable record.
             if let Ok(h) = SegmentHeader::decode(&hdr[..n]) {
                 out.next_seq = out.next_seq.max(h.seq + 1);
-                free_by_seq.insert(h.seq, (name.clone(), file));
+                free_by_seq.insert(h.seq, (name.clone(), file, h.segment_size));
             }
             out.free.push(name);
         } else if name.starts_with("tmp-") || name == MANIFEST_TMP {
@@ -425,7 +437,7 @@ pub(crate) fn scan(storage: &dyn Storage, mode: ScanMode) -> Result<Scan> {
     let count = kept.len();
     for (i, Candidate { seq, name, file, header }) in kept.into_iter().enumerate() {
         let path = storage.path(&name);
-        read_image(&*file, &mut buf).map_err(|e| Error::io(&path, "read", e))?;
+        read_image(&*file, &mut buf, header.segment_size).map_err(|e| Error::io(&path, "read", e))?;
         out.bytes_scanned += buf.len() as u64;
         let seg_records_start = out.records.len();
         let mut main_ids: Option<(u64, u64)> = None;
@@ -604,7 +616,7 @@ fn check_manifest(
     mode: ScanMode,
     m: &Manifest,
     present: &BTreeSet<u64>,
-    free_by_seq: &BTreeMap<u64, (String, Arc<dyn StorageFile>)>,
+    free_by_seq: &BTreeMap<u64, (String, Arc<dyn StorageFile>, u64)>,
     out: &mut Scan,
 ) -> Result<()> {
     let mut problems = Vec::new();
@@ -614,8 +626,8 @@ fn check_manifest(
         if present.contains(&seq) {
             continue;
         }
-        if let Some((name, file)) = free_by_seq.get(&seq) {
-            read_image(&**file, &mut buf).map_err(|e| Error::io(storage.path(name), "read", e))?;
+        if let Some((name, file, size)) = free_by_seq.get(&seq) {
+            read_image(&**file, &mut buf, *size).map_err(|e| Error::io(storage.path(name), "read", e))?;
             let live = live_records(&buf, seq);
             if live == 0 {
                 // Recycled; the crash came before the manifest dropped it.

@@ -17,7 +17,8 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::storage::{Storage, StorageFile};
 
@@ -59,6 +60,12 @@ struct SimState {
     locked: bool,
     available: Option<u64>,
     sync_delay: std::time::Duration,
+    /// `fdatasync` calls wait while this is set ([`SimStorage::hold_syncs`]).
+    syncs_held: bool,
+    /// Calls waiting at that gate.
+    syncs_waiting: usize,
+    /// The next `fdatasync` panics ([`SimStorage::panic_at_next_sync`]).
+    panic_at_sync: bool,
 }
 
 fn crashed() -> io::Error {
@@ -135,6 +142,8 @@ impl Rng {
 #[derive(Clone, Default)]
 pub struct SimStorage {
     state: Arc<Mutex<SimState>>,
+    /// Signalled when the sync gate opens or a call arrives at it.
+    gate: Arc<Condvar>,
 }
 
 impl SimStorage {
@@ -214,6 +223,7 @@ impl SimStorage {
                 dir,
                 ..SimState::default()
             })),
+            gate: Arc::default(),
         }
     }
 
@@ -228,6 +238,39 @@ impl SimStorage {
     /// pipeline overlaps rounds in tests. Not carried to crash images.
     pub fn set_sync_delay(&self, delay: std::time::Duration) {
         self.state.lock().unwrap().sync_delay = delay;
+    }
+
+    /// Holds every `fdatasync` (of files, not of the directory) at a gate
+    /// until `hold_syncs(false)`: the call waits there before it does
+    /// anything. A test uses it to keep rounds in flight exactly as long as
+    /// it wants (see [`SimStorage::wait_for_held_syncs`]). Not carried to
+    /// crash images.
+    pub fn hold_syncs(&self, hold: bool) {
+        self.state.lock().unwrap().syncs_held = hold;
+        self.gate.notify_all();
+    }
+
+    /// Waits until at least `n` `fdatasync` calls wait at the gate of
+    /// [`SimStorage::hold_syncs`]; `false` if they did not within `limit`
+    /// (a test's guard against a hang, not a measure of speed).
+    pub fn wait_for_held_syncs(&self, n: usize, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        let mut st = self.state.lock().unwrap();
+        while st.syncs_waiting < n {
+            let now = Instant::now();
+            if now >= end {
+                return false;
+            }
+            st = self.gate.wait_timeout(st, end - now).unwrap().0;
+        }
+        true
+    }
+
+    /// Makes the next `fdatasync` panic, as a bug in the thread that calls
+    /// it would: for tests of what the queue's callers see when one of its
+    /// threads dies.
+    pub fn panic_at_next_sync(&self) {
+        self.state.lock().unwrap().panic_at_sync = true;
     }
 
     /// Sets the free space [`Storage::available_bytes`] reports (default:
@@ -264,6 +307,7 @@ impl SimStorage {
 
 struct SimFile {
     state: Arc<Mutex<SimState>>,
+    gate: Arc<Condvar>,
     ino: usize,
 }
 
@@ -291,7 +335,21 @@ impl StorageFile for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        let delay = self.state.lock().unwrap().sync_delay;
+        let mut st = self.state.lock().unwrap();
+        if std::mem::take(&mut st.panic_at_sync) {
+            drop(st);
+            panic!("sim: fdatasync panicked (SimStorage::panic_at_next_sync)");
+        }
+        if st.syncs_held {
+            st.syncs_waiting += 1;
+            self.gate.notify_all();
+            while st.syncs_held {
+                st = self.gate.wait(st).unwrap();
+            }
+            st.syncs_waiting -= 1;
+        }
+        let delay = st.sync_delay;
+        drop(st);
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
@@ -351,7 +409,7 @@ impl Storage for SimStorage {
             return Err(crashed());
         }
         let ino = *st.dir.get(name).ok_or_else(|| not_found(name))?;
-        Ok(Arc::new(SimFile { state: self.state.clone(), ino }))
+        Ok(Arc::new(SimFile { state: self.state.clone(), gate: self.gate.clone(), ino }))
     }
 
     fn create(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
@@ -363,7 +421,7 @@ impl Storage for SimStorage {
         SimState::apply_dir(&mut st.dir, &op);
         st.pending_dir.push(op);
         st.after_step();
-        Ok(Arc::new(SimFile { state: self.state.clone(), ino }))
+        Ok(Arc::new(SimFile { state: self.state.clone(), gate: self.gate.clone(), ino }))
     }
 
     fn rename(&self, from: &str, to: &str) -> io::Result<()> {

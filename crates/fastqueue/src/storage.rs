@@ -25,6 +25,15 @@ pub trait Storage: Send + Sync {
     }
     /// Creates an empty file (truncating one that exists).
     fn create(&self, name: &str) -> io::Result<Arc<dyn StorageFile>>;
+    /// Creates a file that must not exist yet (`O_EXCL`): for files whose
+    /// names another may have taken (`repair`'s quarantine files), so that
+    /// nothing already there is overwritten.
+    fn create_new(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        if self.list()?.iter().any(|n| n == name) {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{name}: already exists")));
+        }
+        self.create(name)
+    }
     /// Renames `from` to `to`, replacing `to`. Durable after
     /// [`Storage::sync_dir`].
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
@@ -46,6 +55,12 @@ pub trait Storage: Send + Sync {
     }
     /// Releases the lock taken by [`Storage::try_lock`].
     fn unlock(&self);
+    /// Whether this process already holds the exclusive lock of this
+    /// directory through another handle (a second open of the queue in the
+    /// same process, which `flock` alone reports as another process).
+    fn open_here(&self) -> bool {
+        false
+    }
     /// Bytes free for new files (`None`: unknown, no limit checked).
     fn available_bytes(&self) -> io::Result<Option<u64>> {
         Ok(None)
@@ -98,6 +113,13 @@ pub trait StorageFile: Send + Sync {
     /// wrong size).
     fn set_len(&self, _len: u64) -> io::Result<()> {
         Err(io::Error::new(io::ErrorKind::Unsupported, "set_len not supported by this storage"))
+    }
+    /// Where the next bytes that may be non-zero are, at or after
+    /// `offset` (`lseek(SEEK_DATA)`): holes of a sparse file are skipped
+    /// instead of read. `None`: nothing but holes to the end. The default
+    /// knows no holes.
+    fn next_data(&self, offset: u64) -> io::Result<Option<u64>> {
+        Ok((offset < self.len()?).then_some(offset))
     }
     /// Whether the file still has a name in the directory: a file deleted
     /// while open takes writes and syncs that no later open can find.
@@ -167,6 +189,25 @@ pub fn read_full(
 pub struct DirStorage {
     dir: PathBuf,
     lock: std::sync::Mutex<Option<File>>,
+    /// The directory's (device, inode) while this handle holds its
+    /// exclusive lock, registered in [`OPEN_HERE`].
+    held: std::sync::Mutex<Option<(u64, u64)>>,
+}
+
+/// Queue directories (device, inode) whose exclusive lock this process
+/// holds: `flock` cannot tell a second handle of this process from another
+/// process, and the error should say which it is.
+static OPEN_HERE: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn dir_key(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Drop for DirStorage {
+    fn drop(&mut self) {
+        self.unlock();
+    }
 }
 
 impl DirStorage {
@@ -184,7 +225,7 @@ impl DirStorage {
                 File::open(parent)?.sync_all()?;
             }
         }
-        Ok(DirStorage { dir: dir.to_path_buf(), lock: Default::default() })
+        Ok(DirStorage { dir: dir.to_path_buf(), lock: Default::default(), held: Default::default() })
     }
 }
 
@@ -254,6 +295,48 @@ fn preadv_parts(file: &File, bufs: &mut [Vec<u8>], lens: &[usize], offset: u64) 
     Ok(total)
 }
 
+/// Opens `path` with `opts` only if it is a regular file: never through a
+/// symbolic link (`O_NOFOLLOW`: a link planted under a queue's name would
+/// send a write, or `repair`'s quarantine copy, to a file outside the
+/// queue), and never waiting on a FIFO or a device (`O_NONBLOCK` while
+/// opening, then the type is checked and the flag cleared). Every file of
+/// a queue is a regular file the queue made; anything else is refused at
+/// once with what it is.
+fn open_regular(opts: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC).open(path).map_err(|e| {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(e.kind(), "a symbolic link, not a file the queue made: refused"),
+            Some(libc::EISDIR) => io::Error::new(e.kind(), "a directory, where the queue keeps a regular file"),
+            Some(libc::ENXIO) => io::Error::new(e.kind(), "a FIFO or socket with no other end, not a regular file: refused"),
+            _ => e,
+        }
+    })?;
+    let t = f.metadata()?.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{what}, where the queue keeps a regular file: refused")));
+    }
+    // SAFETY: fcntl on a descriptor we own; no memory is passed.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(f)
+}
+
 fn is_read_only(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM))
 }
@@ -303,6 +386,21 @@ impl StorageFile for RealFile {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
+    fn next_data(&self, offset: u64) -> io::Result<Option<u64>> {
+        let Ok(off) = libc::off_t::try_from(offset) else { return Ok(None) };
+        // SAFETY: lseek on a descriptor we own; no memory is passed.
+        let at = unsafe { libc::lseek(self.0.as_raw_fd(), off, libc::SEEK_DATA) };
+        if at < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENXIO) => Ok(None),
+                // A file system without SEEK_DATA: no holes known.
+                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok((offset < self.len()?).then_some(offset)),
+                _ => Err(e),
+            };
+        }
+        Ok(Some(at as u64))
+    }
     fn is_linked(&self) -> io::Result<bool> {
         use std::os::unix::fs::MetadataExt;
         Ok(self.0.metadata()?.nlink() > 0)
@@ -339,22 +437,22 @@ impl Storage for DirStorage {
     }
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
-        let f = OpenOptions::new().read(true).write(true).open(self.path(name))?;
+        let f = open_regular(OpenOptions::new().read(true).write(true), &self.path(name))?;
         Ok(Arc::new(RealFile(f)))
     }
 
     fn open_read(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
-        let f = File::open(self.path(name))?;
+        let f = open_regular(OpenOptions::new().read(true), &self.path(name))?;
         Ok(Arc::new(RealFile(f)))
     }
 
     fn create(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(self.path(name))?;
+        let f = open_regular(OpenOptions::new().read(true).write(true).create(true).truncate(true), &self.path(name))?;
+        Ok(Arc::new(RealFile(f)))
+    }
+
+    fn create_new(&self, name: &str) -> io::Result<Arc<dyn StorageFile>> {
+        let f = open_regular(OpenOptions::new().read(true).write(true).create_new(true), &self.path(name))?;
         Ok(Arc::new(RealFile(f)))
     }
 
@@ -371,21 +469,27 @@ impl Storage for DirStorage {
     }
 
     fn try_lock(&self) -> io::Result<bool> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.path("LOCK"))?;
-        self.flock(f, libc::LOCK_EX)
+        let f = open_regular(OpenOptions::new().read(true).write(true).create(true).truncate(false), &self.path("LOCK"))?;
+        let got = self.flock(f, libc::LOCK_EX)?;
+        if got {
+            if let Some(key) = dir_key(&self.dir) {
+                OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(key);
+                *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(key);
+            }
+        }
+        Ok(got)
+    }
+
+    fn open_here(&self) -> bool {
+        dir_key(&self.dir).is_some_and(|key| OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key))
     }
 
     fn try_lock_shared(&self) -> io::Result<bool> {
         let lock = self.path("LOCK");
-        let f = match File::open(&lock) {
+        let f = match open_regular(OpenOptions::new().read(true), &lock) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock) {
+                match open_regular(OpenOptions::new().read(true).write(true).create(true).truncate(false), &lock) {
                     Ok(f) => f,
                     // Read-only: no writer can take the lock either.
                     Err(e) if is_read_only(&e) => return Ok(true),
@@ -411,7 +515,13 @@ impl Storage for DirStorage {
 
     fn unlock(&self) {
         // Closing the descriptor releases the flock.
-        self.lock.lock().unwrap().take();
+        self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(key) = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            let mut open = OPEN_HERE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(i) = open.iter().position(|k| *k == key) {
+                open.swap_remove(i);
+            }
+        }
     }
 }
 

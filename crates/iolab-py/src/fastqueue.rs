@@ -13,7 +13,7 @@ use fastqueue::{Config, Durability, Error, QueueKind};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyByteArray, PyBytes, PyDict};
 
 create_exception!(_iolab, QueueError, PyOSError, "A queue's files could not be used.");
 create_exception!(_iolab, QueueLockedError, QueueError, "Another process has the queue open.");
@@ -23,12 +23,13 @@ fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::Corrupt { .. } => QueueCorruptError::new_err(msg),
-        Error::Locked { .. } => QueueLockedError::new_err(msg),
+        Error::Locked { .. } | Error::AlreadyOpen { .. } => QueueLockedError::new_err(msg),
         Error::Invalid { .. }
         | Error::TooLarge { .. }
         | Error::UnknownId { .. }
         | Error::NotDelivered { .. }
-        | Error::NotInFlight { .. } => PyValueError::new_err(msg),
+        | Error::NotInFlight { .. }
+        | Error::NotDead { .. } => PyValueError::new_err(msg),
         _ => QueueError::new_err(msg),
     }
 }
@@ -47,6 +48,9 @@ fn kind_name(k: QueueKind) -> &'static str {
 }
 
 type PyMessage = (u64, Py<PyBytes>, u32, &'static str, u64);
+
+/// (id, size, attempts, kind, state, enqueued_ns, not_before_ns).
+type BrowsedMessage = (u64, u32, u32, &'static str, &'static str, u64, u64);
 
 fn message(py: Python<'_>, m: fastqueue::Message) -> PyMessage {
     (m.id, PyBytes::new(py, &m.payload).unbind(), m.attempts, kind_name(m.kind), m.enqueued_ns)
@@ -106,6 +110,9 @@ impl PyFastQueue {
                 )))
             }
         };
+        // `..default()`: a build with fastqueue's `loom` feature (for its
+        // model checks) has one more field, only there.
+        #[allow(clippy::needless_update)]
         let cfg = Config {
             segment_size,
             batch_bytes,
@@ -115,6 +122,7 @@ impl PyFastQueue {
             max_attempts,
             spare_segments,
             visibility_timeout: optional_seconds("visibility_timeout", visibility_timeout)?,
+            ..Config::default()
         };
         let q = py.allow_threads(|| fastqueue::FastQueue::open(&path, cfg)).map_err(to_py)?;
         Ok(PyFastQueue { inner: Slot::new(q) })
@@ -124,6 +132,82 @@ impl PyFastQueue {
         let q = self.get()?;
         let payload = payload.to_vec();
         py.allow_threads(|| q.enqueue(&payload)).map_err(to_py)
+    }
+
+    fn enqueue_many(&self, py: Python<'_>, payloads: Vec<Vec<u8>>) -> PyResult<Vec<u64>> {
+        let q = self.get()?;
+        py.allow_threads(|| {
+            let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+            q.enqueue_many(&refs)
+        })
+        .map_err(to_py)
+    }
+
+    /// (id, size, attempts, kind, state, enqueued_ns, not_before_ns) of
+    /// every live message, by id.
+    fn browse(&self, py: Python<'_>) -> PyResult<Vec<BrowsedMessage>> {
+        let q = self.get()?;
+        let list = py.allow_threads(|| q.browse()).map_err(to_py)?;
+        Ok(list
+            .into_iter()
+            .map(|m| (m.id, m.size, m.attempts, kind_name(m.kind), m.state.name(), m.enqueued_ns, m.not_before_ns))
+            .collect())
+    }
+
+    fn delete(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<()> {
+        let q = self.get()?;
+        py.allow_threads(|| q.delete(&ids)).map_err(to_py)
+    }
+
+    #[pyo3(signature = (ids=None))]
+    fn requeue_dead(&self, py: Python<'_>, ids: Option<Vec<u64>>) -> PyResult<Vec<u64>> {
+        let q = self.get()?;
+        py.allow_threads(|| q.requeue_dead(ids.as_deref())).map_err(to_py)
+    }
+
+    /// Takes up to `max` messages into `batch` (its buffer reused from
+    /// call to call), then copies their payloads, one after another, into
+    /// `out` (grown when it must be; the caller has checked that nothing
+    /// views it). Returns (id, start, length, attempts, kind, enqueued_ns)
+    /// per message, `start` and `length` locating its payload in `out`.
+    #[pyo3(signature = (batch, max, out, timeout=None, visibility=None))]
+    #[allow(clippy::type_complexity)]
+    fn dequeue_batch_into(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyMessageBatch>,
+        max: usize,
+        out: &Bound<'_, PyByteArray>,
+        timeout: Option<f64>,
+        visibility: Option<f64>,
+    ) -> PyResult<Vec<(u64, usize, usize, u32, &'static str, u64)>> {
+        let q = self.get()?;
+        let wait = optional_seconds("timeout", timeout)?;
+        let visibility = match visibility {
+            None => q.config().visibility_timeout,
+            Some(v) if v > 0.0 || v.is_nan() => Some(seconds("visibility", v)?),
+            Some(_) => None,
+        };
+        let mut b = batch.borrow_mut();
+        let inner = &mut b.batch;
+        py.allow_threads(|| q.dequeue_batch_into_with_visibility(max, wait, visibility, inner)).map_err(to_py)?;
+        let total: usize = inner.iter().map(|m| m.payload.len()).sum();
+        if out.len() < total {
+            out.resize(total)?;
+        }
+        // SAFETY: the GIL is held and no Python code runs until the copy is
+        // done, so nothing resizes or frees `out` meanwhile; `out` is at
+        // least `total` bytes long (above).
+        let dst = unsafe { out.as_bytes_mut() };
+        let mut at = 0;
+        let mut spans = Vec::with_capacity(inner.len());
+        for m in inner.iter() {
+            let len = m.payload.len();
+            dst[at..at + len].copy_from_slice(m.payload);
+            spans.push((m.id, at, len, m.attempts, kind_name(m.kind), m.enqueued_ns));
+            at += len;
+        }
+        Ok(spans)
     }
 
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
@@ -194,6 +278,7 @@ impl PyFastQueue {
         d.set_item("free_segments", s.free_segments)?;
         d.set_item("enqueued", s.enqueued)?;
         d.set_item("acked", s.acked)?;
+        d.set_item("deleted", s.deleted)?;
         d.set_item("rounds", s.rounds)?;
         d.set_item("syncs", s.syncs)?;
         d.set_item("pipelined", s.pipelined)?;
@@ -227,6 +312,21 @@ impl PyFastQueue {
             .map_err(to_py),
             None => Ok(()),
         }
+    }
+}
+
+/// The native side of `iolab.fastqueue.MessageBatch`: the Rust batch whose
+/// buffer a consumer reuses from one `dequeue_batch_into` to the next.
+#[pyclass(name = "MessageBatch", module = "iolab._iolab")]
+struct PyMessageBatch {
+    batch: fastqueue::MessageBatch,
+}
+
+#[pymethods]
+impl PyMessageBatch {
+    #[new]
+    fn new() -> Self {
+        PyMessageBatch { batch: fastqueue::MessageBatch::new() }
     }
 }
 
@@ -393,6 +493,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<PyFastQueue>()?;
     m.add_class::<PyFilePerMessageQueue>()?;
+    m.add_class::<PyMessageBatch>()?;
     m.add("QueueError", py.get_type::<QueueError>())?;
     m.add("QueueLockedError", py.get_type::<QueueLockedError>())?;
     m.add("QueueCorruptError", py.get_type::<QueueCorruptError>())?;

@@ -27,7 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     qs.required = True
 
     b = qs.add_parser("bench", help="compare FastQueue with its peers (prints a table)")
-    b.add_argument("--dir", help="directory on the disk to measure (default: a temporary one)")
+    b.add_argument(
+        "--dir",
+        help="directory on the disk to measure: the bench works in a new subdirectory of it, "
+        "iolab-queue-bench-*, and removes only that (default: the current directory)",
+    )
     b.add_argument("--sizes", default=",".join(map(str, SIZES)), help="message sizes in bytes")
     b.add_argument("--producers", default=",".join(map(str, PRODUCERS)), help="producer thread counts")
     b.add_argument("--peers", help="comma-separated peers (default: all)")
@@ -364,12 +368,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         peers = [p for p in peers if p != FIO]
 
     tmp: Optional[tempfile.TemporaryDirectory[str]] = None
-    if args.dir:
-        root = args.dir
-        os.makedirs(root, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="iolab-queue-bench-", dir=os.getcwd())
-        root = tmp.name
+    # Always a fresh directory of the bench's own, removed afterwards, under
+    # --dir if given: the bench never deletes what it did not make (issue 27:
+    # it deleted the user's D/fastqueue, D/file-per-message and D/recovery).
+    parent = args.dir or os.getcwd()
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.TemporaryDirectory(prefix="iolab-queue-bench-", dir=parent)
+    except OSError as e:
+        raise UserError(f"--dir {parent}: cannot make the benchmark's directory in it: {e.strerror or e}") from None
+    root = tmp.name
     print(
         f"# iolab queue bench: durable writes (each call returns after the data is synced), "
         f"{seconds:g} s or {args.max_mib} MiB per case, batch timer {args.batch_delay * 1e3:g} ms, in {root}"

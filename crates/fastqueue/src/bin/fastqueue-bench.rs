@@ -80,7 +80,12 @@ fn main() {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&a.dir);
+    // Only the directories the cases made (each emptied by its case), and
+    // `--dir` itself if that leaves it empty: never a user's files.
+    for name in a.peers.iter().map(String::as_str).chain(["recovery"]) {
+        let _ = std::fs::remove_dir(a.dir.join(name));
+    }
+    let _ = std::fs::remove_dir(&a.dir);
 }
 
 /// Runs one case and prints its row (exits on error).

@@ -153,7 +153,7 @@ impl Inner {
     /// Reads small records through the shared prefetch buffer, copying
     /// each payload into the batch.
     fn read_cached_into(&self, run: &[Popped], batch: &mut MessageBatch) -> Result<()> {
-        let mut cache = self.cache.lock().unwrap();
+        let mut cache = sync::lock(&self.cache);
         for it in run {
             let payload_len = it.min.payload_len as usize;
             let rec = self.cached_record(&mut cache, it)?;
@@ -196,7 +196,7 @@ impl Inner {
 
     /// Reads records through the shared prefetch buffer.
     fn read_cached(&self, run: &[Popped], out: &mut Vec<Message>) -> Result<()> {
-        let mut cache = self.cache.lock().unwrap();
+        let mut cache = sync::lock(&self.cache);
         for it in run {
             let rec = self.cached_record(&mut cache, it)?;
             let payload = rec.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + it.min.payload_len as usize);

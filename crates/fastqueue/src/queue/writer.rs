@@ -26,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -148,10 +148,7 @@ impl Inner {
         st.pending_bytes += need as usize;
         st.pending_waiters += 1;
         st.stats.enqueued += u64::from(kind == QueueKind::Main);
-        if st.first_pending.is_none() {
-            st.first_pending = Some(Instant::now());
-            self.work_cv.notify_one();
-        }
+        self.work_added(st);
         if st.pending_bytes >= self.cfg.batch_bytes {
             st.flush_now = true;
             self.work_cv.notify_one();
@@ -179,6 +176,33 @@ impl Inner {
         seal.encode(&[], &mut chunk.buf);
     }
 
+    /// Work (a record, a delete flag, a sync) was just put into the open
+    /// round: starts its batch timer and wakes the writer if the round had
+    /// none. Every change that gives the open round work goes through here,
+    /// with the state lock held: the writer sleeps without a timeout only
+    /// when the round has no work (`writer_loop`), so it cannot miss one
+    /// (the models of `tests/loom.rs` check this).
+    pub(super) fn work_added(&self, st: &mut State) {
+        if st.first_pending.is_none() {
+            st.first_pending = Some(Instant::now());
+            self.work_cv.notify_one();
+        }
+    }
+
+    /// A thread of the queue (`name`) panicked: the queue fails, so that
+    /// every caller waiting for a round, a message or room gets an error
+    /// naming it, instead of waiting for a thread that is gone.
+    pub(super) fn died(&self, name: &str, panic: &(dyn std::any::Any + Send)) {
+        let what = match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+            (Some(s), _) => s.to_string(),
+            (_, Some(s)) => s.clone(),
+            _ => "no message".to_string(),
+        };
+        let mut st = sync::lock(&self.state);
+        st.failed.get_or_insert(format!("the {name} thread panicked: {what}"));
+        self.wake_all();
+    }
+
     /// Waits until round `ticket` is durable.
     pub(super) fn wait_round(&self, mut st: MutexGuard<'_, State>, ticket: u64) -> Result<()> {
         loop {
@@ -188,7 +212,7 @@ impl Inner {
             if st.failed.is_some() || st.closed {
                 return Err(self.unusable(&st));
             }
-            st = self.done_cv[(ticket % DONE_CVS) as usize].wait(st).unwrap();
+            st = sync::wait(&self.done_cv[(ticket % DONE_CVS) as usize], st);
         }
     }
 
@@ -209,9 +233,9 @@ impl Inner {
                         st.in_flight -= 1;
                     }
                     st.flags.push((old.seq, old.offset));
-                    if st.first_pending.is_none() {
-                        st.first_pending = Some(Instant::now());
-                    }
+                    // The writer may be asleep with nothing to do (issue
+                    // 26: without this wake a lone nack waited forever).
+                    self.work_added(st);
                 }
                 push_ready(st, id, &min);
                 st.segments.get_mut(&chunk.seq).unwrap().live += 1;
@@ -246,7 +270,7 @@ impl Inner {
         }
         let mut done = Vec::new();
         for seq in seqs {
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             let Some(seg) = st.segments.get(&seq) else { continue };
             if pinned(seg) {
                 // A mapped batch still borrows from it: renamed to a free
@@ -278,7 +302,7 @@ impl Inner {
         // Only now, and before the free files can be reused, does the
         // manifest drop them (see `manifest.rs` for why in this order).
         self.write_manifest(None)?;
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         st.stats.recycled += done.len() as u64;
         st.free.extend(done);
         Ok(())
@@ -287,9 +311,9 @@ impl Inner {
     /// Rewrites the manifest: the segments in use now; `clean` at a clean
     /// close.
     pub(super) fn write_manifest(&self, clean: Option<Tail>) -> Result<()> {
-        let mut generation = self.manifest_generation.lock().unwrap();
+        let mut generation = sync::lock(&self.manifest_generation);
         *generation += 1;
-        let segments = self.state.lock().unwrap().segments.keys().copied().collect();
+        let segments = sync::lock(&self.state).segments.keys().copied().collect();
         let m = Manifest { generation: *generation, clean, segments };
         manifest::write(&*self.storage, &m).map_err(|e| Error::io(self.storage.path(manifest::MANIFEST), "write", e))
     }
@@ -299,7 +323,7 @@ impl Inner {
     /// any record goes in.
     pub(super) fn activate(&self, seq: u64, id_floor: u64) -> Result<()> {
         let mut from = None;
-        while let Some(name) = self.state.lock().unwrap().free.pop() {
+        while let Some(name) = sync::lock(&self.state).free.pop() {
             // A free file made with another segment size is not reused.
             let len = self.storage.open(&name).and_then(|f| f.len());
             if len.is_ok_and(|l| l == self.cfg.segment_size) {
@@ -326,7 +350,7 @@ impl Inner {
         self.storage.rename(&from, &name).map_err(|e| io("rename", e))?;
         self.storage.sync_dir().map_err(|e| Error::io(&self.dir, "fsync", e))?;
         let seg = Segment { name, file, live: 0, end: SEGMENT_HEADER_LEN, map: None };
-        self.state.lock().unwrap().segments.insert(seq, seg);
+        sync::lock(&self.state).segments.insert(seq, seg);
         self.write_manifest(None)
     }
 
@@ -336,7 +360,7 @@ impl Inner {
         // Never start filling the disk with a file that cannot fit.
         self.check_space("segment_size", 1)?;
         let n = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             st.next_free += 1;
             st.next_free - 1
         };
@@ -353,29 +377,27 @@ impl Inner {
 
     pub(super) fn spawn_allocator(self: &Arc<Self>) {
         let me = self.clone();
-        let mut slot = self.allocator.lock().unwrap();
+        let mut slot = sync::lock(&self.allocator);
         if let Some(h) = slot.take() {
             let _ = h.join();
         }
-        *slot = std::thread::Builder::new()
-            .name("fastqueue-allocator".into())
-            .spawn(move || {
-                let made = me.create_free();
-                let mut st = me.state.lock().unwrap();
-                st.allocating = false;
-                if let Ok(name) = made {
-                    st.free.push(name);
-                }
-                // A failure here is not fatal: the flusher creates the
-                // segment itself when it needs one, and reports errors.
-            })
-            .ok();
+        *slot = sync::spawn("allocator", move || {
+            let made = me.create_free();
+            let mut st = sync::lock(&me.state);
+            st.allocating = false;
+            if let Ok(name) = made {
+                st.free.push(name);
+            }
+            // A failure here is not fatal: the flusher creates the
+            // segment itself when it needs one, and reports errors.
+        })
+        .ok();
     }
 
     /// The writer thread: gathers rounds and writes them.
     pub(super) fn writer_loop(self: Arc<Self>) {
         loop {
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             loop {
                 if st.failed.is_some() {
                     return;
@@ -393,9 +415,9 @@ impl Inner {
                         break;
                     }
                     let nap = self.cfg.batch_delay - waited;
-                    st = self.work_cv.wait_timeout(st, nap).unwrap().0;
+                    st = sync::wait_timeout(&self.work_cv, st, nap);
                 } else {
-                    st = self.work_cv.wait(st).unwrap();
+                    st = sync::wait(&self.work_cv, st);
                 }
             }
             let mut chunks = std::mem::take(&mut st.chunks);
@@ -415,7 +437,7 @@ impl Inner {
             let barrier = sync_all || chunks.iter().any(|c| c.activate.is_some());
             let limit = if barrier { 0 } else { PIPELINE_DEPTH - 1 };
             while st.written.len() > limit && st.failed.is_none() {
-                st = self.room_cv.wait(st).unwrap();
+                st = sync::wait(&self.room_cv, st);
             }
             if st.failed.is_some() {
                 return;
@@ -435,7 +457,7 @@ impl Inner {
                     return;
                 }
             };
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             if !st.written.is_empty() {
                 st.stats.pipelined += 1;
             }
@@ -460,7 +482,7 @@ impl Inner {
     /// A syncer thread: syncs written rounds, oldest first, and completes
     /// those whose turn it is.
     pub(super) fn syncer_loop(self: Arc<Self>) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         loop {
             if st.failed.is_some() {
                 return;
@@ -470,7 +492,7 @@ impl Inner {
                 let (number, files) = (round.number, round.files.clone());
                 drop(st);
                 let result = self.sync_files(&files);
-                st = self.state.lock().unwrap();
+                st = sync::lock(&self.state);
                 match result {
                     Ok(n) => {
                         st.stats.syncs += n;
@@ -498,7 +520,7 @@ impl Inner {
             if st.writer_done {
                 return;
             }
-            st = self.sync_cv.wait(st).unwrap();
+            st = sync::wait(&self.sync_cv, st);
         }
     }
 
@@ -521,6 +543,12 @@ impl Inner {
             self.ready_cv.notify_all();
             self.room_cv.notify_all();
         }
+        if st.writer_done && st.written.is_empty() {
+            // The recycler's exit condition just became true (a round the
+            // writer left in flight as it ended, at a close): without this
+            // it waited for its poll (found by the models of tests/loom.rs).
+            self.recycle_cv.notify_all();
+        }
     }
 
     /// The recycler thread: renames segments whose records are all
@@ -528,7 +556,7 @@ impl Inner {
     /// writer's path, so that rounds never wait for it.
     pub(super) fn recycler_loop(self: Arc<Self>) {
         loop {
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             while st.retire_pending.is_empty() && !unpinned(&st) {
                 if st.failed.is_some() || (st.writer_done && st.written.is_empty()) {
                     return;
@@ -536,7 +564,7 @@ impl Inner {
                 // Also the poll of pinned segments: a batch lets go of its
                 // pins without the state lock (it has no way to the queue),
                 // so nobody wakes the recycler for it.
-                st = self.recycle_cv.wait_timeout(st, Duration::from_millis(50)).unwrap().0;
+                st = sync::wait_timeout(&self.recycle_cv, st, Duration::from_millis(50));
             }
             let mut seqs = std::mem::take(&mut st.retire_pending);
             let free_now: Vec<u64> = st.retire_pinned.iter().copied().filter(|&seq| let_go(&st, seq)).collect();
@@ -562,14 +590,14 @@ impl Inner {
     }
 
     pub(super) fn fail(&self, e: Error) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = sync::lock(&self.state);
         st.failed.get_or_insert(e.to_string());
         self.wake_all();
     }
 
     /// The segment files of `seqs`, once each, by sequence number.
     fn files_of(&self, seqs: impl Iterator<Item = u64>) -> BTreeMap<u64, SegFile> {
-        let st = self.state.lock().unwrap();
+        let st = sync::lock(&self.state);
         let mut out = BTreeMap::new();
         for seq in seqs {
             if let Some(s) = st.segments.get(&seq) {
@@ -681,7 +709,7 @@ impl Inner {
             }
         }
         if sync_all && !sync {
-            let st = self.state.lock().unwrap();
+            let st = sync::lock(&self.state);
             for (&seq, s) in &st.segments {
                 dirty.insert(seq, (s.name.clone(), s.file.clone()));
             }
@@ -700,7 +728,7 @@ impl Inner {
             let t0 = Instant::now();
             file.sync_data().map_err(|e| Error::io(&path, "fdatasync", e))?;
             let us = t0.elapsed().as_micros().min(u32::MAX as u128) as u32;
-            let mut st = self.state.lock().unwrap();
+            let mut st = sync::lock(&self.state);
             if st.sync_times.len() == 4096 {
                 st.sync_times.pop_front();
             }

@@ -245,3 +245,111 @@ fn absurd_arguments_get_clear_errors() {
     let err = Config { visibility_timeout: Some(Duration::ZERO), ..cfg() }.validate().err().unwrap();
     assert!(err.to_string().contains("visibility_timeout"), "{err}");
 }
+
+// --- issue 27: the queue directory damaged as a file system allows ------
+
+/// Runs `f` on a thread of its own; panics if it has not returned after
+/// 20 s (a guard against the hangs these tests pin, not a measure).
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what} never returned"))
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string; no memory is kept.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// `repair` used to follow a `quarantine-*.bin` symlink planted under the
+/// name it was about to use and overwrite the file it pointed to (any
+/// file, as root). Now the saved bytes go to a new file of another name;
+/// the link and its target are left alone.
+#[test]
+fn r27_repair_does_not_write_through_a_planted_quarantine_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("q");
+    issue_queue(&dir);
+    let mut seg1 = std::fs::read(seg(&dir, 1)).unwrap();
+    seg1[4096 + 3 * 1064 + 100] ^= 0xFF; // a payload byte of the 4th record
+    std::fs::write(seg(&dir, 1), &seg1).unwrap();
+    let p = fastqueue::check(&dir).unwrap().problems.remove(0);
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let planted = dir.join(format!("quarantine-seg-0000000000000001-{}.bin", p.offset));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let r = fastqueue::repair(&dir).unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+    assert_eq!(r.quarantined.len(), 1);
+    assert_ne!(r.quarantined[0], planted);
+    assert!(fastqueue::check(&dir).unwrap().problems.is_empty());
+}
+
+/// `check`, `repair` and the open used to wait forever on a FIFO used as
+/// the manifest or as a segment; now each refuses it at once, naming it.
+#[test]
+fn r27_a_fifo_in_the_queue_is_refused_at_once() {
+    for name in ["MANIFEST", "seg-0000000000000002.fq", "LOCK"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        issue_queue(&dir);
+        let path = dir.join(name);
+        std::fs::remove_file(&path).unwrap();
+        mkfifo(&path);
+        let d = dir.clone();
+        let e = within("check", move || fastqueue::check(&d)).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains("FIFO"), "{name}: {e}");
+        let d = dir.clone();
+        let e = within("repair", move || fastqueue::repair(&d)).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains("FIFO"), "{name}: {e}");
+        let d = dir.clone();
+        let e = within("open", move || FastQueue::open(&d, cfg()).err().unwrap()).to_string();
+        assert!(e.contains(name) && e.contains("FIFO"), "{name}: {e}");
+    }
+}
+
+/// A symbolic link as a segment is refused, not followed.
+#[test]
+fn r27_a_segment_that_is_a_link_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("q");
+    issue_queue(&dir);
+    let outside = tmp.path().join("outside.fq");
+    std::fs::rename(seg(&dir, 2), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, seg(&dir, 2)).unwrap();
+    let e = fastqueue::check(&dir).unwrap_err().to_string();
+    assert!(e.contains("seg-0000000000000002.fq") && e.contains("symbolic link"), "{e}");
+    let e = FastQueue::open(&dir, cfg()).err().unwrap().to_string();
+    assert!(e.contains("symbolic link"), "{e}");
+}
+
+/// A segment extended (sparse) to 1 TiB: `check` used to abort
+/// ("memory allocation of 1099511627776 bytes failed"). Now it reads the
+/// segment's own 64 KiB and reports the added bytes; repair cuts them off,
+/// saving the one non-zero byte at its offset (the holes are skipped, not
+/// read), and every message is kept.
+#[test]
+fn r27_a_segment_extended_to_a_tebibyte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("q");
+    let ids = issue_queue(&dir);
+    let f = OpenOptions::new().write(true).open(seg(&dir, 2)).unwrap();
+    f.set_len(1 << 40).unwrap();
+    std::os::unix::fs::FileExt::write_at(&f, b"!", (1 << 40) - 1).unwrap();
+    drop(f);
+    let r = fastqueue::check(&dir).unwrap();
+    assert_eq!(kinds(&dir), vec![ProblemKind::Size]);
+    assert!(r.problems[0].reason.contains("bytes were added"), "{}", r.problems[0].reason);
+    let done = fastqueue::repair(&dir).unwrap();
+    assert_eq!(done.quarantined.len(), 1);
+    let q = std::fs::File::open(&done.quarantined[0]).unwrap();
+    let mut b = [0u8; 1];
+    std::os::unix::fs::FileExt::read_exact_at(&q, &mut b, (1 << 40) - 1 - 65536).unwrap();
+    assert_eq!(&b, b"!");
+    assert_eq!(std::fs::metadata(seg(&dir, 2)).unwrap().len(), 65536);
+    assert_eq!(ids_in(&dir), ids.into_iter().collect());
+}

@@ -252,7 +252,7 @@ fn a_batch_kept_past_the_close_keeps_the_queue_locked() {
         q.close().unwrap();
     }
     // A new open could recycle the segment under the batch: refused.
-    assert!(matches!(FastQueue::open(dir.path(), config()), Err(Error::Locked { .. })));
+    assert!(matches!(FastQueue::open(dir.path(), config()), Err(Error::AlreadyOpen { .. })));
     assert_eq!(batch.get(0).unwrap().payload, &payload("kept", 50_000)[..]);
     drop(batch);
     // Released now. (No test in this binary forks: see killloop.rs.)
