@@ -175,7 +175,9 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
 
     path = os.path.join(root, "persist-queue")
     shutil.rmtree(path, ignore_errors=True)
-    q = persistqueue.SQLiteQueue(path, auto_commit=True, multithreading=True)
+    # Held in a list so that the connection can be dropped before the files
+    # are removed (a `del q` left `q` unbound for the producers' closure).
+    held = [persistqueue.SQLiteQueue(path, auto_commit=True, multithreading=True)]
     budget = max(1, max_bytes // size)
     payload = b"x" * size
     lock = threading.Lock()
@@ -190,7 +192,7 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
                     return
                 taken[0] += 1
             t0 = time.perf_counter()
-            q.put(payload)
+            held[0].put(payload)
             lats[i].append(time.perf_counter() - t0)
 
     threads = [threading.Thread(target=producer, args=(i,)) for i in range(producers)]
@@ -203,11 +205,11 @@ def _persist_queue_case(size: int, producers: int, seconds: float, max_bytes: in
     n = len(lat)
     t0 = time.perf_counter()
     read = 0
-    while q.qsize() > 0:
-        q.get(block=False)
+    while held[0].qsize() > 0:
+        held[0].get(block=False)
         read += 1
     read_secs = time.perf_counter() - t0
-    del q
+    held.clear()
     shutil.rmtree(path, ignore_errors=True)
     if read != n:
         raise UserError(f"persist-queue: wrote {n} messages, read back {read}")
