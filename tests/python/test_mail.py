@@ -192,7 +192,7 @@ def test_bad_settings_are_one_line_errors(iolab, tmp_path: Path) -> None:
     assert r.returncode == 2 and "--visibility-timeout: must be at least 30 ms" in r.stderr, r.stderr
     r = iolab("mail", "serve", "--queue-dir", str(tmp_path / "q"), "--maildir", str(tmp_path / "m"),
               "--delivery-timeout", "100000")
-    assert r.returncode == 2 and "delivery_timeout" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--delivery-timeout" in r.stderr, r.stderr
     r = iolab("mail", "bench", "--systems", "sendmail")
     assert r.returncode == 2 and "sendmail" in r.stderr
 
