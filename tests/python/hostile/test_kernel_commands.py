@@ -80,21 +80,49 @@ META_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", META_CASES, ids=[c[0] for c in META_CASES])
-@pytest.mark.parametrize("how", ["report", "resim"])
-def test_kernel_compare_reads_a_damaged_directory_cleanly(tmp_path, case, how):
-    name, meta, needles = case
+def _directory(tmp_path, meta):
     out = tmp_path / "cmp"
     out.mkdir()
     data = meta if isinstance(meta, (str, bytes)) else json.dumps(meta)
     (out / "meta.json").write_bytes(data.encode() if isinstance(data, str) else data)
+    return out
+
+
+@pytest.mark.parametrize("case", META_CASES, ids=[c[0] for c in META_CASES])
+def test_kernel_compare_report_reads_a_damaged_directory_cleanly(tmp_path, case):
+    """In process (the command's own function, as --report calls it): one
+    UserError line for every damage."""
+    from iolab.cli.errors import UserError
+    from iolab.kernel import compare
+
+    name, meta, needles = case
+    out = _directory(tmp_path, meta)
+    TALLY["kernel compare --report/--resim on damaged directories"] += 1
+    with pytest.raises(UserError) as e:
+        compare.analyse(out, compare.load_meta(out))
+    text = str(e.value)
+    assert "\n" not in text
+    for n in needles:
+        assert n in text, f"{name}: {n!r} not in {text!r}"
+
+
+# Through the command as a user runs it: --report and --resim (which would
+# calibrate, booting a guest, once meta.json passed: only refusals run here).
+CLI_META_CASES = [c for c in META_CASES if c[0] in ("not-json", "not-utf8", "disk-unknown", "plan-row-short",
+                                                     "host-device-text", "results-missing")]
+
+
+@pytest.mark.parametrize("case", CLI_META_CASES, ids=[c[0] for c in CLI_META_CASES])
+@pytest.mark.parametrize("how", ["report", "resim"])
+def test_kernel_compare_command_on_a_damaged_directory(tmp_path, case, how):
+    name, meta, needles = case
+    if how == "resim" and name == "results-missing":
+        return
+    out = _directory(tmp_path, meta)
     TALLY["kernel compare --report/--resim on damaged directories"] += 1
     if how == "report":
         args = ["kernel", "compare", "--report", str(out)]
     else:
-        # --resim would calibrate (boot a guest) once meta.json passes: only the refusals run here.
-        if name == "results-missing":
-            return
         args = ["kernel", "compare", "--resim", "-o", str(out), "--overhead-us", "0"]
     proc = run_cli(args, cwd=tmp_path, timeout=120)
     check_clean(proc, name)
