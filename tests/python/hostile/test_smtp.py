@@ -33,7 +33,7 @@ START_CASES = [
     ("mynetworks-junk", [*SERVE, "--relay", "127.0.0.1:9", "--mynetworks", "10.0.0.0/99"], ["mynetworks"]),
     ("hostname-10k", [*MAILDIR, "--hostname", "h" * 10_000], ["hostname"]),
     ("hostname-nul", [*MAILDIR, "--hostname", "a\x01b"], ["hostname"]),
-    ("idle-timeout-1ns", [*MAILDIR, "--idle-timeout", "1e-9"], ["command_timeout"]),
+    ("idle-timeout-1ns", [*MAILDIR, "--idle-timeout", "1e-9"], ["--idle-timeout: must be at least 1 s"]),
     ("maildir-is-a-file", [*SERVE, "--maildir", "{tmp}/file"], ["maildir", "not a directory"]),
     ("maildir-under-proc", [*SERVE, "--maildir", "/proc/iolab-mail"], ["maildir", "/proc"]),
     ("relay-to-itself", ["mail", "serve", "--queue-dir", "{tmp}/q", "--listen", "127.0.0.1:2599",
