@@ -453,7 +453,7 @@ impl Queues<'_> {
         };
         let why: BTreeMap<String, String> = deferlog::read(self.queue_dir, &qid)
             .into_iter()
-            .map(|d| (d.rcpt, format!("{} {}", d.dsn, d.reason)))
+            .map(|d| (d.rcpt, d.reason))
             .collect();
         let recipients = env
             .rcpts
