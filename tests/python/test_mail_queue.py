@@ -242,6 +242,10 @@ def test_the_control_socket_is_private_and_hostile_clients_do_not_stop_mail(tmp_
     qdir = tmp_path / "q"
     proc, port = serve(qdir, "--maildir", str(tmp_path / "mail"), "--local-domain", "example.org")
     try:
+        # The queue tool, which cannot open a running server's queue, points
+        # at the queue commands.
+        assert main(["queue", "stats", str(qdir / "main")]) == 2
+        assert f"use iolab mail queue list --queue-dir {qdir}" in capfd.readouterr().err
         sock = qdir / "control"
         st = os.lstat(sock)
         assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()

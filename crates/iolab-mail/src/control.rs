@@ -114,9 +114,18 @@ pub(crate) fn bind(queue_dir: &Path) -> Result<(std::os::unix::net::UnixListener
         },
         Ok(_) => return Err(conf("exists and is not a socket (remove it if nothing needs it)".into())),
     }
+    // Private directories a server killed at this step left behind.
+    if let Ok(entries) = std::fs::read_dir(queue_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".control-") && name.ends_with(".tmp") && e.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = std::fs::remove_file(e.path().join(SOCKET));
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
     let tmp = queue_dir.join(format!(".control-{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(tmp.join(SOCKET));
-    let _ = std::fs::remove_dir(&tmp);
     std::fs::DirBuilder::new().mode(0o700).create(&tmp).map_err(|e| conf(format!("make {}: {e}", tmp.display())))?;
     let inner = tmp.join(SOCKET);
     let made = (|| {

@@ -470,8 +470,11 @@ fn the_control_socket_is_private_and_only_a_stale_one_is_replaced() {
     drop(std::os::unix::net::UnixListener::bind(short.join("control")).unwrap());
     std::fs::rename(short.join("control"), &sock).unwrap();
     wait_for("the queue closed in this process", || queue_command(&dir, &Request::List).is_ok());
+    // And the private directory of a server killed while it made its socket.
+    std::fs::create_dir(dir.join(".control-4242.tmp")).unwrap();
     let s = MailServer::start(cfg()).unwrap();
     assert_eq!(queue_command(&dir, &Request::List).unwrap().via, Via::Server);
+    assert!(!dir.join(".control-4242.tmp").exists());
     s.shutdown();
     s.join().unwrap();
     drop(s);
