@@ -464,6 +464,12 @@ fn the_control_socket_is_private_and_only_a_stale_one_is_replaced() {
     assert_eq!((m.mode() & 0o777, m.uid()), (0o600, me));
     assert!(std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
     assert_eq!(queue_command(&dir, &Request::List).unwrap().via, Via::Server);
+    // The stand-alone binary's `queue` (JSON in, JSON lines out).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iolab-mail"))
+        .args(["queue", "--queue-dir", dir.to_str().unwrap(), r#"{"op": "list"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains(r#""via":"server""#), "{out:?}");
     assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".control")));
     s.shutdown();
     s.join().unwrap();

@@ -94,7 +94,9 @@ def cmd_queue(args: argparse.Namespace) -> int:
         print(f"{done['count']} message(s) {words}" + (f": {ids}" if ids else ""))
     missing = done.get("missing") or []
     for qid in missing:
-        what = "no such dead letter" if args.queue_command == "requeue" else "not in the queue"
+        what = {"requeue": "no such dead letter",
+                "flush": "not in the queue (a dead letter goes back with requeue)"}.get(args.queue_command,
+                                                                                    "not in the queue")
         print(f"iolab mail queue: {qid}: {what}", file=sys.stderr)
     return 1 if missing else 0
 
