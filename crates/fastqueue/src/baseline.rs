@@ -15,6 +15,7 @@ use crate::batch::MessageBatch;
 use crate::error::{Error, Result};
 use crate::clock::{Clock, SystemClock};
 use crate::message::Message;
+use crate::queue::{MessageInfo, MessageState};
 use crate::QueueKind;
 
 /// Hashed directories under `msg/` by default (qmail's `conf-split` is
@@ -182,6 +183,118 @@ impl FilePerMessageQueue {
         *st.attempts.entry(id).or_default() += 1;
         st.ready.push_back(id);
         Ok(())
+    }
+
+    /// Every stored message, without taking any (what
+    /// [`crate::FastQueue::browse`] gives): one directory listing and one
+    /// `stat` per file. A message is `Ready` while it waits in the list,
+    /// `InFlight` once taken (the baseline has no delayed state: its
+    /// callers keep their own). The time is the file's modification time.
+    /// Ordered by id; a file deleted during the listing is left out.
+    pub fn browse(&self) -> Result<Vec<MessageInfo>> {
+        let mut ids = Vec::new();
+        for h in 0..self.split {
+            let sub = self.root.join("msg").join(format!("{h:02x}"));
+            let entries = match fs::read_dir(&sub) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&sub, "list", e)),
+            };
+            for entry in entries {
+                let name = entry.map_err(io(&sub, "list"))?.file_name();
+                if let Some(id) = name.to_str().and_then(|n| u64::from_str_radix(n, 16).ok()) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort_unstable();
+        let (ready, attempts): (std::collections::HashSet<u64>, HashMap<u64, u32>) = {
+            let st = self.state.lock().unwrap();
+            (st.ready.iter().copied().collect(), st.attempts.clone())
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Ok(meta) = fs::metadata(self.path_of(id)) else { continue };
+            let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            out.push(MessageInfo {
+                id,
+                size: meta.len().min(u32::MAX as u64) as u32,
+                attempts: attempts.get(&id).copied().unwrap_or(0),
+                kind: QueueKind::Main,
+                state: if ready.contains(&id) { MessageState::Ready } else { MessageState::InFlight },
+                enqueued_ns: mtime.map_or(0, |d| d.as_nanos() as u64),
+                not_before_ns: 0,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads a stored message without taking it ([`Error::UnknownId`] if
+    /// its file is gone).
+    pub fn peek(&self, id: u64) -> Result<Vec<u8>> {
+        let path = self.path_of(id);
+        fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::UnknownId { id },
+            _ => Error::io(&path, "read", e),
+        })
+    }
+
+    /// Deletes messages in any state, as an administrator does
+    /// (`postsuper -d`): each leaves the ready list and its file is
+    /// unlinked, without a directory `fsync`, as an acknowledgement is (and
+    /// as Postfix deletes queue files). A message taken meanwhile is
+    /// deleted all the same; its consumer's `ack` or `nack` then gets
+    /// [`Error::UnknownId`]. Refused, deleting none, if one id has no file.
+    pub fn delete(&self, ids: &[u64]) -> Result<()> {
+        if let Some(&id) = ids.iter().find(|&&id| !self.path_of(id).exists()) {
+            return Err(Error::UnknownId { id });
+        }
+        {
+            let mut st = self.state.lock().unwrap();
+            st.ready.retain(|id| !ids.contains(id));
+            for id in ids {
+                st.attempts.remove(id);
+            }
+        }
+        for &id in ids {
+            let path = self.path_of(id);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, "remove", e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces a stored message's payload, keeping its id and place in
+    /// the list: a new file written and `fsync`ed, exchanged with the old
+    /// one (`renameat2(RENAME_EXCHANGE)`: a plain rename would bring back a
+    /// file deleted meanwhile), the directory `fsync`ed, the old file
+    /// unlinked. A crash leaves the old payload or the new one, never a
+    /// mix. [`Error::UnknownId`] if there is no such message.
+    pub fn replace(&self, id: u64, payload: &[u8]) -> Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        let dest = self.path_of(id);
+        let tmp = self.root.join("tmp").join(format!("{id:016x}.new"));
+        let mut f = File::create(&tmp).map_err(io(&tmp, "create"))?;
+        f.write_all(payload).map_err(io(&tmp, "write"))?;
+        f.sync_all().map_err(io(&tmp, "fsync"))?;
+        drop(f);
+        let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).expect("queue paths hold no NUL");
+        let (from, to) = (c(&tmp), c(&dest));
+        // SAFETY: two NUL-terminated paths that outlive the call.
+        let r = unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = fs::remove_file(&tmp);
+            return Err(match e.kind() {
+                std::io::ErrorKind::NotFound => Error::UnknownId { id },
+                _ => Error::io(&dest, "exchange", e),
+            });
+        }
+        sync_dir(dest.parent().unwrap())?;
+        fs::remove_file(&tmp).map_err(io(&tmp, "remove"))
     }
 
     /// Messages waiting for delivery.

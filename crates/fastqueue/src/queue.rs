@@ -1294,6 +1294,124 @@ impl FastQueue {
         Ok(chosen)
     }
 
+    /// Reads a live message without taking it or changing its state, in
+    /// any state (for a `postcat`-like look at one message while consumers
+    /// run). The payload is read outside the queue's lock with a direct
+    /// read (not through the consumers' read-ahead buffer, whose position
+    /// it would spoil) and checked as every read is. A message
+    /// acknowledged or deleted meanwhile (its segment may then be recycled
+    /// and rewritten under the read) is [`Error::UnknownId`], not damage.
+    pub fn peek(&self, id: u64) -> Result<Message> {
+        self.inner.owner()?;
+        // A message copied by a nack or retry_now while it was read is
+        // read again where it is now (a bounded number of times).
+        let mut tries = 0;
+        loop {
+            let popped = {
+                let st = self.inner.usable()?;
+                let min = st.index.get(&id).ok_or(Error::UnknownId { id })?;
+                Popped::of(id, min.clone(), &st.segments[&min.seq])
+            };
+            let (seq, offset) = (popped.min.seq, popped.min.offset);
+            let mut out = Vec::with_capacity(1);
+            let Err(e) = self.inner.read_scattered(std::slice::from_ref(&popped), &mut out) else {
+                return Ok(out.pop().expect("one message read"));
+            };
+            let st = sync::lock(&self.inner.state);
+            match st.index.get(&id) {
+                None => return Err(Error::UnknownId { id }),
+                // Still the same record at the same place: the damage is real.
+                Some(m) if (m.seq, m.offset) == (seq, offset) => return Err(e),
+                Some(_) if tries >= 3 => return Err(e),
+                Some(_) => tries += 1,
+            }
+        }
+    }
+
+    /// Makes waiting messages due now: each is copied to the retry queue,
+    /// due at once, keeping its id and attempt count (a retry that is
+    /// delayed becomes due; a message of the main queue moves ahead of it,
+    /// as due retries are delivered first). What `postqueue -f` does to a
+    /// mail queue. `ids`: those messages; `None`: every delayed retry.
+    /// An id that is not waiting (in flight, being moved, dead, already a
+    /// due retry, or gone: a consumer may have taken or acknowledged it
+    /// since the caller looked) is skipped: the ids moved are returned,
+    /// once the copies are durable. A crash between a copy and the delete
+    /// of the old one is resolved on open (the newer copy wins), as for
+    /// `nack`; the copy is durable, so the new due time outlives a restart.
+    pub fn retry_now(&self, ids: Option<&[u64]>) -> Result<Vec<u64>> {
+        self.inner.owner()?;
+        let mut st = self.inner.usable()?;
+        let now = self.inner.clock.now_ns();
+        let waiting = |m: &Min| {
+            m.state == MinState::Ready
+                && match m.kind {
+                    QueueKind::Main => true,
+                    QueueKind::Retry => m.not_before_ns > now,
+                    QueueKind::Dead => false,
+                }
+        };
+        let mut chosen: Vec<u64> = match ids {
+            Some(ids) => ids.iter().copied().filter(|id| st.index.get(id).is_some_and(waiting)).collect(),
+            None => st
+                .index
+                .iter()
+                .filter(|(_, m)| m.kind == QueueKind::Retry && waiting(m))
+                .map(|(&id, _)| id)
+                .collect(),
+        };
+        chosen.sort_unstable();
+        chosen.dedup();
+        if chosen.is_empty() {
+            return Ok(chosen);
+        }
+        let mut popped = Vec::with_capacity(chosen.len());
+        for &id in &chosen {
+            let m = st.index.get_mut(&id).unwrap();
+            // Counted in flight while being copied, as a nack's message is
+            // (publish takes it out again when the copy replaces it); a
+            // consumer skips it meanwhile.
+            m.state = MinState::Moving;
+            let min = m.clone();
+            st.in_flight += 1;
+            popped.push(Popped::of(id, min.clone(), &st.segments[&min.seq]));
+        }
+        drop(st);
+        let read = self.inner.read(popped);
+        let mut st = sync::lock(&self.inner.state);
+        let restore = |st: &mut State| {
+            for id in &chosen {
+                if let Some(m) = st.index.get_mut(id) {
+                    m.state = MinState::Ready;
+                    let m = m.clone();
+                    st.in_flight -= 1;
+                    // A consumer may have dropped its queue entry while
+                    // it was moving.
+                    push_ready(st, *id, &m);
+                }
+            }
+        };
+        let msgs = match read {
+            Ok(m) => m,
+            Err(e) => {
+                restore(&mut st);
+                return Err(e);
+            }
+        };
+        if let Some(e) = self.inner.check_usable(&st) {
+            restore(&mut st);
+            return Err(e);
+        }
+        let mut ticket = st.durable_round;
+        for m in &msgs {
+            let attempts = st.index[&m.id].attempts;
+            let crc = crc32c::crc32c(&m.payload);
+            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, attempts, m.enqueued_ns, now);
+        }
+        self.inner.wait_round(st, ticket)?;
+        Ok(chosen)
+    }
+
     /// The messages ready now, each taken as [`FastQueue::dequeue`] takes
     /// it (in flight until acked or given back), until none is ready (the
     /// iterator does not wait for more). Read in batches of 64.

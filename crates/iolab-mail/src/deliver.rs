@@ -38,6 +38,7 @@ use tokio::time::MissedTickBehavior;
 use tracing::{info, warn};
 
 use crate::config::Delivery;
+use crate::deferlog;
 use crate::dsn;
 use crate::envelope::{now_ms, since_ms, Envelope};
 use crate::maildir;
@@ -151,8 +152,16 @@ async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Work>>>, done: m
         let next = work.lock().await.recv().await;
         let Some(Work { taken, held }) = next else { break };
         let taken = Arc::new(taken);
-        let not_before = Envelope::decode(&taken.record).map_or(0, |(env, _)| env.not_before_ms);
-        let outcome = if not_before > now_ms() {
+        // A record rewritten for its deferred recipients waits for its
+        // not-before time once (`Outcome::NotYet`); given back, the queue
+        // holds that time, and a flush (`iolab mail queue flush`) may have
+        // made it due sooner.
+        let not_before = if taken.retried { 0 } else { Envelope::decode(&taken.record).map_or(0, |(env, _)| env.not_before_ms) };
+        let outcome = if sh.operator.deleted(taken.id) {
+            // Deleted by the operator after it was taken: not delivered;
+            // `settle` drops it.
+            Outcome::Failed(Failure::Temporary("deleted by the operator".into()))
+        } else if not_before > now_ms() {
             Outcome::NotYet(Duration::from_millis(not_before - now_ms()))
         } else {
             let (outcome, back) = supervise(&sh, taken.clone(), relay.take()).await;
@@ -290,6 +299,8 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
             }
         }
         let mut delivered = Vec::new();
+        // Queue ids whose earlier attempts left a defer log (deferlog.rs).
+        let mut deferred_before = Vec::new();
         for d in batch {
             let all_sent = matches!(&d.outcome, Outcome::Attempted(a) if a.results.iter().all(|r| r.status == Status::Sent));
             if all_sent {
@@ -301,6 +312,9 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
                     log_result(&qid, &a.relay, delay, r);
                 }
                 Stats::add(&sh.stats.rcpt_sent, a.results.len() as u64);
+                if attempts_before(&d.taken, &env) > 0 {
+                    deferred_before.push(qid.clone());
+                }
                 delivered.push((d.taken.id, qid));
                 continue;
             }
@@ -313,7 +327,15 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
         let n = delivered.len();
         let ids: Vec<u64> = delivered.iter().map(|d| d.0).collect();
         let queue = sh.queue.clone();
-        match tokio::task::spawn_blocking(move || queue.ack(&ids)).await {
+        let queue_dir = sh.cfg.queue_dir.clone();
+        let acked = tokio::task::spawn_blocking(move || {
+            queue.ack(&ids)?;
+            for qid in deferred_before {
+                deferlog::remove(&queue_dir, &qid);
+            }
+            Ok::<(), crate::error::MailError>(())
+        });
+        match acked.await {
             Ok(Ok(())) => {
                 Stats::add(&sh.stats.delivered, n as u64);
                 for (_, qid) in &delivered {
@@ -348,6 +370,15 @@ async fn settle(sh: &Arc<Shared>, taken: Arc<Taken>, outcome: Outcome) {
 }
 
 fn settle_blocking(sh: &Shared, taken: &Taken, outcome: Outcome) -> crate::error::Result<()> {
+    // Held until the records below are stored and the original
+    // acknowledged: an operator's delete comes before or after, not
+    // between (operator.rs).
+    let held = sh.operator.hold();
+    if sh.operator.take_deleted(taken.id) {
+        let qid = Envelope::decode(&taken.record).map_or_else(|_| format!("Q{:X}", taken.id), |(env, _)| queue_id_of(&env, taken.id));
+        info!(target: "qmgr", "{qid}: deleted by the operator during delivery: results dropped");
+        return Ok(());
+    }
     if let Outcome::NotYet(wait) = outcome {
         return sh.queue.retry(taken.id, wait);
     }
@@ -394,6 +425,7 @@ fn settle_blocking(sh: &Shared, taken: &Taken, outcome: Outcome) -> crate::error
     if deferred > 0 && sent == 0 && bounced == 0 {
         sh.queue.retry(taken.id, sh.cfg.backoff(attempts))?;
         Stats::add(&sh.stats.retried, 1);
+        log_deferrals(sh, &qid, &attempt);
         return Ok(());
     }
     // The original is finished: what must outlive it is stored first (a
@@ -439,10 +471,27 @@ fn settle_blocking(sh: &Shared, taken: &Taken, outcome: Outcome) -> crate::error
         Stats::add(&sh.stats.retried, 1);
     }
     sh.queue.ack(&[taken.id])?;
+    drop(held);
     if deferred == 0 {
+        deferlog::remove(&sh.cfg.queue_dir, &qid);
         info!(target: "qmgr", "{qid}: removed");
+    } else {
+        log_deferrals(sh, &qid, &attempt);
     }
     Ok(())
+}
+
+/// Keeps this attempt's deferred recipients and reasons for the queue
+/// listing (deferlog.rs).
+fn log_deferrals(sh: &Shared, qid: &str, attempt: &Attempt) {
+    let at_ms = now_ms();
+    let entries: Vec<deferlog::Deferral> = attempt
+        .with(Status::Deferred)
+        .map(|r| deferlog::Deferral { rcpt: r.rcpt.clone(), dsn: r.dsn.clone(), reason: r.reason.clone(), at_ms })
+        .collect();
+    if let Err(e) = deferlog::write(&sh.cfg.queue_dir, qid, &entries) {
+        warn!(target: "qmgr", "{qid}: defer log: {e}");
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@
 //! `scripts/layers.py`):
 //!
 //! - `server` ([`MailServer`]): listener, limits, start-up checks, drain.
+//! - [`control`]: the control socket the queue commands use while the
+//!   server runs ([`queue_command`]), over [`admin`]: the commands
+//!   themselves (`mailq`, `postsuper`, ...), also run without a server.
 //! - `session`: inbound SMTP (RFC 5321) on our own `framing` and
 //!   `command` parsing; the text goes to a `spool` as it arrives; the
 //!   `250` after `DATA` waits for the queue's durable commit (`commit`).
@@ -13,7 +16,7 @@
 //!   delivery, per-recipient results, retries, bounces (`dsn`).
 //! - `maildir`, [`relay`]: the two delivery agents.
 //! - `shared`, [`config`], [`status`], [`address`], [`envelope`], [`stats`],
-//!   [`store`]: the vocabulary beneath them.
+//!   [`store`], `operator`, `deferlog`: the vocabulary beneath them.
 //! - [`loadgen`]: a small SMTP load client that records, per message,
 //!   whether it got `250` and how long `DATA` took (smtp-source cannot).
 //!
@@ -22,9 +25,12 @@
 #![deny(missing_docs)]
 
 pub mod address;
+pub mod admin;
 mod command;
 mod commit;
+pub mod control;
 pub mod config;
+mod deferlog;
 mod deliver;
 mod dsn;
 pub mod envelope;
@@ -33,6 +39,7 @@ mod framing;
 pub mod loadgen;
 mod logging;
 mod maildir;
+mod operator;
 pub mod relay;
 mod server;
 mod session;
@@ -42,7 +49,9 @@ pub mod stats;
 pub mod status;
 pub mod store;
 
+pub use admin::{Line, Request};
 pub use config::{Delivery, Network, QueueChoice, ServerConfig};
+pub use control::{queue_command, Answer, Via};
 pub use envelope::Envelope;
 pub use error::{MailError, Result};
 pub use logging::init_logging;

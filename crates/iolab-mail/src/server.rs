@@ -97,23 +97,41 @@ impl MailServer {
             Some(fq) => Some(Committer::start(fq).map_err(|e| MailError::io("spawn the committer threads", e))?),
             None => None,
         };
+        // Last of the checks that can fail: the socket is removed again
+        // if the server does not start.
+        let (control_std, control) = crate::control::bind(&cfg.queue_dir)?;
+        let control_listener = match rt.block_on(async { tokio::net::UnixListener::from_std(control_std) }) {
+            Ok(l) => l,
+            Err(e) => {
+                control.remove();
+                return Err(MailError::io("control socket", e));
+            }
+        };
         let spool_dir = cfg.queue_dir.join("spool");
         let memory = MemoryBudget::new(cfg.message_memory);
         tracing::info!(target: "master", "daemon started -- listening on {local_addr}, {}", describe(&cfg));
-        let shared = Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()), committer, memory, spool_dir });
+        let operator = Arc::default();
+        let shared =
+            Arc::new(Shared { cfg, queue, dead, stats: Arc::new(Stats::default()), committer, memory, spool_dir, operator });
         let (stop, stop_rx) = watch::channel(false);
         let finish = Arc::new(Finish::default());
         let (sh, fin) = (shared.clone(), finish.clone());
+        let control = Arc::new(control);
+        let ctl = control.clone();
         let thread = std::thread::Builder::new()
             .name("iolab-mail-main".into())
             .spawn(move || {
-                let result = rt.block_on(serve(sh.clone(), listener, stop_rx));
+                let result = rt.block_on(serve(sh.clone(), listener, control_listener, stop_rx));
+                ctl.remove();
                 rt.shutdown_timeout(Duration::from_secs(5));
                 let closed = sh.queue.close().and(sh.dead.close()).map_err(|e| e.to_string());
                 *fin.done.lock().unwrap() = Some(result.and(closed));
                 fin.cv.notify_all();
             })
-            .map_err(|e| MailError::io("spawn the server thread", e))?;
+            .map_err(|e| {
+                control.remove();
+                MailError::io("spawn the server thread", e)
+            })?;
         Ok(MailServer { shared, local_addr, stop, finish, thread: Mutex::new(Some(thread)) })
     }
 
@@ -280,10 +298,17 @@ fn check_maildir(root: &Path) -> std::result::Result<(), String> {
     written.map_err(|e| format!("cannot write there: {e}"))
 }
 
-async fn serve(sh: Arc<Shared>, listener: TcpListener, mut stop: watch::Receiver<bool>) -> std::result::Result<(), String> {
+async fn serve(
+    sh: Arc<Shared>,
+    listener: TcpListener,
+    control: tokio::net::UnixListener,
+    mut stop: watch::Receiver<bool>,
+) -> std::result::Result<(), String> {
     // Delivery stops after the sessions are drained, not at once.
     let (delivery_stop, delivery_rx) = watch::channel(false);
     let delivery = tokio::spawn(crate::deliver::run(sh.clone(), delivery_rx));
+    // The queue commands' socket stops taking clients with the listener.
+    tokio::spawn(crate::control::serve(sh.clone(), control, stop.clone()));
     let ended = Arc::new(Notify::new());
     let per_client: PerClient = Arc::default();
     loop {

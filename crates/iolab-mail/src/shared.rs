@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::commit::Committer;
 use crate::config::ServerConfig;
+use crate::operator::Operator;
 use crate::spool::MemoryBudget;
 use crate::stats::Stats;
 use crate::store::MailQueue;
@@ -26,5 +27,7 @@ pub(crate) struct Shared {
     pub(crate) memory: MemoryBudget,
     /// Where message text beyond the memory goes while it arrives.
     pub(crate) spool_dir: PathBuf,
+    /// Deletes by the queue commands, as delivery must see them.
+    pub(crate) operator: Arc<Operator>,
 }
 

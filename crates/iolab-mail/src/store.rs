@@ -23,6 +23,38 @@ pub struct Taken {
     pub record: Vec<u8>,
     /// Failed deliveries so far.
     pub attempts: u32,
+    /// It came back through [`MailQueue::retry`] (or a flush): the queue
+    /// holds its due time, so a not-before line in the record no longer
+    /// applies (`deliver.rs`).
+    pub retried: bool,
+}
+
+/// One stored record as the queue commands (`admin.rs`) list it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
+    /// Queue id (the queue's own number).
+    pub id: u64,
+    /// Record bytes.
+    pub size: u64,
+    /// Give-backs the queue counted (see [`Taken::attempts`]).
+    pub attempts: u32,
+    /// What it is doing.
+    pub state: StoredState,
+    /// When a delayed record is due, ms since the epoch.
+    pub due_ms: Option<u64>,
+    /// See [`Taken::retried`].
+    pub retried: bool,
+}
+
+/// The state of a [`Stored`] record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredState {
+    /// Waiting to be taken.
+    Ready,
+    /// Given back, not yet due.
+    Delayed,
+    /// Taken by a delivery.
+    InFlight,
 }
 
 /// I/O the queue did, as counted by the queue itself.
@@ -72,6 +104,47 @@ pub trait MailQueue: Send + Sync {
     fn io(&self) -> QueueIo;
     /// Writes what is pending and closes.
     fn close(&self) -> Result<()>;
+    /// Every stored record, nothing taken (the queue commands' `list`).
+    fn browse(&self) -> Result<Vec<Stored>>;
+    /// A stored record's bytes, nothing taken; `None` if it is gone.
+    fn peek(&self, id: u64) -> Result<Option<Vec<u8>>>;
+    /// Deletes records in any state (`postsuper -d`); returns those
+    /// deleted (an id already gone is left out). Durable when it returns
+    /// (filedir: an unlink without a directory sync, as its ack).
+    fn delete(&self, ids: &[u64]) -> Result<Vec<u64>>;
+    /// Makes records that wait due now (`postqueue -f`); returns those it
+    /// moved (one taken meanwhile is left out).
+    fn flush(&self, ids: &[u64]) -> Result<Vec<u64>>;
+    /// Replaces a stored record in place, if the queue can (filedir);
+    /// false if it cannot or the record is gone.
+    fn rewrite(&self, _id: u64, _record: &[u8]) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+fn ms_of_ns(ns: u64) -> u64 {
+    ns / 1_000_000
+}
+
+/// Opens an existing queue of either kind for the queue commands, with the
+/// server stopped: `None` if `dir` holds no queue (nothing is created).
+/// FastQueue is opened without a spare segment (a listing should not
+/// write 64 MiB); the file-per-message queue with the number of hashed
+/// directories it has.
+pub fn open_existing(dir: &Path) -> Result<Option<(QueueChoice, Box<dyn MailQueue>)>> {
+    if dir.join("MANIFEST").exists() {
+        let fq = Config { max_attempts: u32::MAX, spare_segments: 0, ..Config::default() };
+        let q = FastQueue::open(dir, fq)?;
+        let store = FastStore { q: Arc::new(q), visibility: Duration::from_secs(120) };
+        return Ok(Some((QueueChoice::Fast, Box::new(store))));
+    }
+    let msg = dir.join("msg");
+    if msg.is_dir() {
+        let split = std::fs::read_dir(&msg).map(|d| d.flatten().filter(|e| e.path().is_dir()).count()).unwrap_or(0);
+        let split = split.clamp(1, 256) as u64;
+        return Ok(Some((QueueChoice::FileDir, Box::new(FileStore::open(dir, split, Duration::from_secs(120))?))));
+    }
+    Ok(None)
 }
 
 /// Opens the queue `cfg` asks for in `dir`; `busy` for the main queue
@@ -126,7 +199,10 @@ impl MailQueue for FastStore {
         // visibility timeout FastQueue hands the message out again (counted
         // as a failed attempt).
         let got = self.q.dequeue_batch_with_visibility(max, Some(wait), Some(self.visibility))?;
-        Ok(got.into_iter().map(|m| Taken { id: m.id, record: m.payload, attempts: m.attempts }).collect())
+        Ok(got
+            .into_iter()
+            .map(|m| Taken { id: m.id, retried: m.kind == fastqueue::QueueKind::Retry, record: m.payload, attempts: m.attempts })
+            .collect())
     }
     fn renew(&self, id: u64) -> Result<bool> {
         match self.q.extend_visibility(id, self.visibility) {
@@ -167,6 +243,58 @@ impl MailQueue for FastStore {
     }
     fn close(&self) -> Result<()> {
         Ok(self.q.close()?)
+    }
+    fn browse(&self) -> Result<Vec<Stored>> {
+        use fastqueue::MessageState as M;
+        Ok(self
+            .q
+            .browse()?
+            .into_iter()
+            .map(|m| Stored {
+                id: m.id,
+                size: u64::from(m.size),
+                attempts: m.attempts,
+                // The server's FastQueue never dead-letters (max_attempts
+                // is off): a dead one would be another program's.
+                state: match m.state {
+                    M::Ready | M::Dead => StoredState::Ready,
+                    M::Delayed => StoredState::Delayed,
+                    M::InFlight => StoredState::InFlight,
+                },
+                due_ms: (m.state == M::Delayed).then(|| ms_of_ns(m.not_before_ns)),
+                retried: m.kind == fastqueue::QueueKind::Retry,
+            })
+            .collect())
+    }
+    fn peek(&self, id: u64) -> Result<Option<Vec<u8>>> {
+        match self.q.peek(id) {
+            Ok(m) => Ok(Some(m.payload)),
+            Err(fastqueue::Error::UnknownId { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn delete(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        // FastQueue refuses the whole call for one id gone (taken and
+        // acknowledged since the caller looked: left out) or being copied
+        // by a nack this instant (asked again, a bounded number of times).
+        let mut left: Vec<u64> = ids.to_vec();
+        left.sort_unstable();
+        left.dedup();
+        let mut busy = 0;
+        loop {
+            match self.q.delete(&left) {
+                Ok(()) => return Ok(left),
+                Err(fastqueue::Error::UnknownId { id }) => left.retain(|&x| x != id),
+                Err(fastqueue::Error::Invalid { .. }) if busy < 200 => {
+                    busy += 1;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    fn flush(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        Ok(self.q.retry_now(Some(ids))?)
     }
 }
 
@@ -296,7 +424,9 @@ impl MailQueue for FileStore {
                     }
                     leases.of.insert(m.id, due);
                     leases.due.insert((due, m.id));
-                    out.push(Taken { id: m.id, record: m.payload, attempts: m.attempts });
+                    // The baseline counts give-backs in memory only: after
+                    // a restart a record is ready again with none.
+                    out.push(Taken { id: m.id, retried: m.attempts > 0, record: m.payload, attempts: m.attempts });
                 }
             }
             if !out.is_empty() {
@@ -366,6 +496,74 @@ impl MailQueue for FileStore {
     }
     fn close(&self) -> Result<()> {
         Ok(())
+    }
+    fn browse(&self) -> Result<Vec<Stored>> {
+        let list = self.q.browse()?;
+        // Delays and leases live here, in memory; the baseline counts a
+        // delayed record as taken.
+        let (now, wall) = (Instant::now(), crate::envelope::now_ms());
+        let delayed: HashMap<u64, Instant> = self.delayed.lock().unwrap().iter().map(|&(due, id)| (id, due)).collect();
+        Ok(list
+            .into_iter()
+            .map(|m| {
+                let due = delayed.get(&m.id).map(|d| wall + d.saturating_duration_since(now).as_millis() as u64);
+                let state = match (due, m.state) {
+                    (Some(_), _) => StoredState::Delayed,
+                    (None, fastqueue::MessageState::Ready) => StoredState::Ready,
+                    (None, _) => StoredState::InFlight,
+                };
+                // A delayed record's give-back is counted when it is due
+                // (`release_due`); FastQueue counts it at once.
+                let attempts = m.attempts + u32::from(due.is_some());
+                Stored { id: m.id, size: u64::from(m.size), attempts, state, due_ms: due, retried: attempts > 0 }
+            })
+            .collect())
+    }
+    fn peek(&self, id: u64) -> Result<Option<Vec<u8>>> {
+        match self.q.peek(id) {
+            Ok(p) => Ok(Some(p)),
+            Err(fastqueue::Error::UnknownId { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn delete(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        let mut done = Vec::new();
+        for &id in ids {
+            self.delayed.lock().unwrap().retain(|&(_, d)| d != id);
+            // A delivery holding it finds no lease when it settles: its
+            // ack and retry then change nothing.
+            self.leases.lock().unwrap().end(id);
+            match self.q.delete(&[id]) {
+                Ok(()) => done.push(id),
+                Err(fastqueue::Error::UnknownId { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(done)
+    }
+    fn flush(&self, ids: &[u64]) -> Result<Vec<u64>> {
+        let mut moved = Vec::new();
+        {
+            let mut delayed = self.delayed.lock().unwrap();
+            let due: Vec<(Instant, u64)> = delayed.iter().copied().filter(|(_, id)| ids.contains(id)).collect();
+            for entry in due {
+                delayed.remove(&entry);
+                give_back(&self.q, entry.1)?;
+                moved.push(entry.1);
+            }
+        }
+        if !moved.is_empty() {
+            *self.arrivals.lock().unwrap() += 1;
+            self.arrived.notify_one();
+        }
+        Ok(moved)
+    }
+    fn rewrite(&self, id: u64, record: &[u8]) -> Result<bool> {
+        match self.q.replace(id, record) {
+            Ok(()) => Ok(true),
+            Err(fastqueue::Error::UnknownId { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

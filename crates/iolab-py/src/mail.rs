@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iolab_mail::loadgen::{self, LoadSpec, Outcome};
-use iolab_mail::{init_logging, Delivery, MailError, MailServer, Network, QueueChoice, ServerConfig};
+use iolab_mail::{init_logging, queue_command, Delivery, MailError, MailServer, Network, QueueChoice, Request, ServerConfig, Via};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
@@ -250,8 +250,29 @@ impl PyMailLoad {
     }
 }
 
+/// Runs a queue command (`iolab mail queue ...`) on the queue in
+/// `queue_dir`: `request` is one JSON request (`{"op": "list"}`, see
+/// iolab_mail::admin::Request). Returns how it reached the queue
+/// (`server` or `direct`) and the answer's lines, as JSON texts. The
+/// command's own log lines (when it opens the queue itself) go to stderr.
+/// Bad requests become ValueError; an unreachable queue, OSError.
+/// Releases the GIL.
+#[pyfunction]
+fn mail_queue(py: Python<'_>, queue_dir: PathBuf, request: &str) -> PyResult<(&'static str, Vec<String>)> {
+    let req: Request = serde_json::from_str(request).map_err(|e| PyValueError::new_err(format!("request: {e}")))?;
+    init_logging();
+    let answer = py.allow_threads(|| queue_command(&queue_dir, &req)).map_err(to_py)?;
+    let via = match answer.via {
+        Via::Server => "server",
+        Via::Direct => "direct",
+    };
+    let lines = answer.lines.iter().map(|l| serde_json::to_string(l).unwrap_or_default()).collect();
+    Ok((via, lines))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMailServer>()?;
     m.add_class::<PyMailLoad>()?;
+    m.add_function(wrap_pyfunction!(mail_queue, m)?)?;
     Ok(())
 }

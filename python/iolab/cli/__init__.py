@@ -54,7 +54,7 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "iolab.cli.queue": (("queue", "FastQueue: benchmark, check, stats, repair"),),
     "iolab.cli.kernel": (("kernel", "the anticipatory/wpcas kernel module in a QEMU guest: overhead, "
                                     "simulator vs kernel"),),
-    "iolab.cli.mail": (("mail", "SMTP server over FastQueue: serve, bench"),),
+    "iolab.cli.mail": (("mail", "SMTP server over FastQueue: serve, queue, bench"),),
     "iolab.cli.emu": (("emu", "an emulated disk: serve an image over NBD with a disk model's timing"),),
     "iolab.cli.recommend": (("recommend", "which of today's schedulers suits a block trace on a disk "
                                           "(simulated, with tests)"),),

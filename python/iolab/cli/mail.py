@@ -16,7 +16,7 @@ from iolab.cli.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("mail", help="SMTP server over FastQueue: serve, bench")
+    p = sub.add_parser("mail", help="SMTP server over FastQueue: serve, queue, bench")
     ms = p.add_subparsers(dest="mail_command", metavar="ACTION")
     ms.required = True
 
@@ -63,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     from iolab.mail.bench import register_bench
 
     register_bench(ms)
+
+    from iolab.cli.mail_queue import register as register_queue
+
+    register_queue(ms)
 
 
 # The server library's names of its settings, as `iolab mail serve` names them:

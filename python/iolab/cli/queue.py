@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any, Optional
 
 from iolab.cli.errors import UserError
@@ -129,9 +130,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from iolab.fastqueue import FastQueue
+    from iolab.fastqueue import FastQueue, QueueLockedError
 
-    with FastQueue(_existing_queue(args.path)) as q:
+    path = _existing_queue(args.path)
+    try:
+        q = FastQueue(path)
+    except QueueLockedError as e:
+        # A running `iolab mail serve` holds its queues; its control socket
+        # sits beside them (docs/mail.md, "Queue commands").
+        parent = Path(path).resolve().parent
+        if (parent / "control").exists():
+            raise UserError(f"{e}: a mail server runs on it; use iolab mail queue list --queue-dir {parent}") from None
+        raise
+    with q:
         s = q.stats()
     width = max(len(k) for k in s)
     for k, v in s.items():

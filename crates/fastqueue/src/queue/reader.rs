@@ -169,7 +169,7 @@ impl Inner {
     /// Reads adjacent records with one scatter read: each header into a
     /// small buffer, each payload (with its padding) into the message's
     /// own.
-    fn read_scattered(&self, run: &[Popped], out: &mut Vec<Message>) -> Result<()> {
+    pub(super) fn read_scattered(&self, run: &[Popped], out: &mut Vec<Message>) -> Result<()> {
         let first = &run[0];
         let mut bufs = Vec::with_capacity(2 * run.len());
         let mut lens = Vec::with_capacity(2 * run.len());

@@ -171,3 +171,79 @@ fn browse_delete_and_requeue_while_the_queue_runs() {
     let all: BTreeSet<u64> = acked.iter().chain(&deleted).chain(&left).copied().collect();
     assert_eq!(all, enqueued);
 }
+
+/// `peek` reads a message in any state without taking it; a message gone
+/// is `UnknownId`, and a peek while the message is copied by a nack finds
+/// the copy.
+#[test]
+fn peek_reads_without_taking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let q = FastQueue::open(tmp.path(), cfg()).unwrap();
+    let big = vec![7u8; 20_000];
+    let ids = q.enqueue_many(&[b"small", &big, b"third"]).unwrap();
+    let taken = q.dequeue_batch(1, None).unwrap()[0].id;
+    q.nack(taken, Duration::from_secs(3600)).unwrap();
+    for (id, want) in ids.iter().zip([&b"small"[..], &big, b"third"]) {
+        let m = q.peek(*id).unwrap();
+        assert_eq!((m.id, &m.payload[..]), (*id, want));
+    }
+    assert_eq!(q.peek(ids[0]).unwrap().attempts, 1);
+    // Peeking took nothing: both of the main queue are still there.
+    assert_eq!(q.dequeue_batch(10, None).unwrap().iter().map(|m| m.id).collect::<Vec<_>>(), &ids[1..]);
+    q.ack(ids[1]).unwrap();
+    assert!(matches!(q.peek(ids[1]), Err(Error::UnknownId { .. })));
+    assert!(matches!(q.peek(9999), Err(Error::UnknownId { .. })));
+}
+
+/// `retry_now` makes a delayed retry due now (durably: it stays due after
+/// a reopen), moves a message of the main queue ahead as a due retry,
+/// keeps ids and attempts, and skips what is not waiting.
+#[test]
+fn retry_now_makes_waiting_messages_due() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = {
+        let q = FastQueue::open(tmp.path(), Config { max_attempts: 5, ..cfg() }).unwrap();
+        let ids = q.enqueue_many(&[b"later", b"flight", b"main"]).unwrap();
+        assert_eq!(q.dequeue_batch(2, None).unwrap().len(), 2);
+        q.nack(ids[0], Duration::from_secs(3600)).unwrap();
+        assert_eq!(state_of(&q, ids[0]), Some(MessageState::Delayed));
+        // None: the delayed retries only.
+        assert_eq!(q.retry_now(None).unwrap(), vec![ids[0]]);
+        assert_eq!(state_of(&q, ids[0]), Some(MessageState::Ready));
+        // In flight, unknown: skipped; a message of the main queue: moved.
+        assert_eq!(q.retry_now(Some(&[ids[1], ids[2], 4242])).unwrap(), vec![ids[2]]);
+        assert_eq!(q.retry_now(Some(&[ids[0], ids[2]])).unwrap(), Vec::<u64>::new(), "due already");
+        ids
+    };
+    // Durable: after a reopen both are due retries, with their attempts.
+    let q = FastQueue::open(tmp.path(), Config { max_attempts: 5, ..cfg() }).unwrap();
+    let got = q.dequeue_batch(10, None).unwrap();
+    let seen: Vec<(u64, u32, QueueKind)> = got.iter().map(|m| (m.id, m.attempts, m.kind)).collect();
+    assert_eq!(seen, vec![(ids[0], 1, QueueKind::Retry), (ids[2], 0, QueueKind::Retry), (ids[1], 0, QueueKind::Main)]);
+    assert_eq!(q.peek(ids[0]).unwrap().payload, b"later");
+}
+
+/// The file-per-message queue's calls for a mail queue's commands: browse
+/// (ready or taken), peek, delete (taken or not; a taken one's ack is then
+/// refused), replace (the payload, in place; a deleted file stays deleted).
+#[test]
+fn the_baseline_browses_peeks_deletes_and_replaces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let q = fastqueue::FilePerMessageQueue::open_split(tmp.path(), 4).unwrap();
+    let ids: Vec<u64> = [&b"one"[..], b"two", b"three"].iter().map(|p| q.enqueue(p).unwrap()).collect();
+    let taken = q.dequeue().unwrap().unwrap().id;
+    let list = q.browse().unwrap();
+    let states: Vec<(u64, u32, MessageState)> = list.iter().map(|m| (m.id, m.size, m.state)).collect();
+    assert_eq!(states, vec![(ids[0], 3, MessageState::InFlight), (ids[1], 3, MessageState::Ready), (ids[2], 5, MessageState::Ready)]);
+    assert_eq!(q.peek(ids[2]).unwrap(), b"three");
+    q.replace(ids[2], b"THREE!").unwrap();
+    assert_eq!(q.peek(ids[2]).unwrap(), b"THREE!");
+    assert!(matches!(q.delete(&[ids[1], 77]), Err(Error::UnknownId { id: 77 })));
+    assert_eq!(q.browse().unwrap().len(), 3, "a refused delete deletes none");
+    q.delete(&[taken, ids[1]]).unwrap();
+    assert!(matches!(q.ack(taken), Err(Error::UnknownId { .. })));
+    assert!(matches!(q.replace(ids[1], b"back?"), Err(Error::UnknownId { .. })));
+    assert!(matches!(q.peek(ids[1]), Err(Error::UnknownId { .. })));
+    let rest: Vec<(u64, Vec<u8>)> = std::iter::from_fn(|| q.dequeue().unwrap()).map(|m| (m.id, m.payload)).collect();
+    assert_eq!(rest, vec![(ids[2], b"THREE!".to_vec())]);
+}

@@ -3,7 +3,9 @@
 //! Rust crate. Python users run the same server as `iolab mail serve`.
 //! Prints `listening on ADDR` once it accepts connections; on SIGTERM or
 //! SIGINT it drains (see `MailServer::shutdown`) and prints its counters
-//! as one JSON line.
+//! as one JSON line. `iolab-mail queue --queue-dir DIR REQUEST` runs one
+//! queue command (a JSON request, `{"op": "list"}`; docs/mail.md, "Queue
+//! commands") and prints the answer's JSON lines.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -24,7 +26,42 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve SMTP until SIGTERM.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// One queue command, through the running server or on the queue
+    /// itself: prints the answer as JSON lines.
+    Queue {
+        #[arg(long)]
+        queue_dir: PathBuf,
+        /// The request, e.g. '{"op": "delete", "ids": ["6614E72CEC3FA01"]}'.
+        request: String,
+    },
+}
+
+/// `iolab-mail queue`: exit 0 when the answer ends with `done`.
+fn queue(queue_dir: PathBuf, request: &str) -> ExitCode {
+    let req: iolab_mail::Request = match serde_json::from_str(request) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("iolab-mail: error: request: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match iolab_mail::queue_command(&queue_dir, &req) {
+        Ok(answer) => {
+            let mut out = std::io::stdout().lock();
+            for line in &answer.lines {
+                let _ = writeln!(out, "{}", serde_json::to_string(line).unwrap_or_default());
+            }
+            match answer.lines.last() {
+                Some(iolab_mail::Line::Done(_)) => ExitCode::SUCCESS,
+                _ => ExitCode::from(1),
+            }
+        }
+        Err(e) => {
+            eprintln!("iolab-mail: error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -127,7 +164,13 @@ fn config(a: ServeArgs) -> Result<ServerConfig, String> {
 }
 
 fn main() -> ExitCode {
-    let Cmd::Serve(args) = Cli::parse().cmd;
+    let args = match Cli::parse().cmd {
+        Cmd::Serve(args) => *args,
+        Cmd::Queue { queue_dir, request } => {
+            init_logging();
+            return queue(queue_dir, &request);
+        }
+    };
     init_logging();
     let cfg = match config(args) {
         Ok(c) => c,
