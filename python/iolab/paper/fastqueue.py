@@ -334,14 +334,15 @@ def _plots(results: Results, mail: list[dict], outdir: Path) -> dict[str, str]:
                  "Figure 3: processing time per command, one file per message"),
                 ("fig8_commands.png", CONFIGS,
                  "Figure 8: processing time per command, both queues (pale: queue on tmpfs)")):
+            bars = {c: [_mean_ci([command_ms(reps[r].get(c), step) for r in sorted(reps)]) for _, step in STEPS]
+                    for c in configs}
+            if not any(m > 0 for got in bars.values() for m, _ in got):
+                continue  # nothing measured (an interrupted run)
             fig, ax = plt.subplots(figsize=(8, 3.8))
             width = 0.8 / len(configs)
             for k, c in enumerate(configs):
-                means, errs = [], []
-                for _, step in STEPS:
-                    m, h = _mean_ci([command_ms(reps[r].get(c), step) for r in sorted(reps)])
-                    means.append(m if math.isfinite(m) else 0)
-                    errs.append(h if math.isfinite(h) else 0)
+                means = [m if math.isfinite(m) else 0 for m, _ in bars[c]]
+                errs = [h if math.isfinite(h) else 0 for _, h in bars[c]]
                 xs = [i + (k - (len(configs) - 1) / 2) * width for i in range(len(STEPS))]
                 ax.bar(xs, means, width, yerr=errs, capsize=3, color=COLORS[c], label=c)
             ax.set_yscale("log")

@@ -184,13 +184,14 @@ class Runner:
                 base = os.path.join(shm if tmpfs else on_disk, f"mail-{rep}-{name}")
                 os.makedirs(base)
                 os.chmod(base, 0o755)
+                started = time.time()
                 try:
                     row = mail_bench.run_once(name, args, tools, base, rep, None if tmpfs else disk)
                 finally:
                     # A run's queue can hold hundreds of MiB (FastQueue's
                     # preallocated segments); tmpfs is memory.
                     shutil.rmtree(base, ignore_errors=True)
-                row.update(system=label, queue=name, tmpfs=tmpfs, position=pos)
+                row.update(system=label, queue=name, tmpfs=tmpfs, position=pos, started=started)
                 self.results.mail.append(row)
                 cmds = row.get("server_commands") or {}
                 data = cmds.get("data", {}).get("mean_ms", float("nan"))
@@ -215,12 +216,13 @@ class Runner:
                     peer = QUEUE_PEERS[name]
                     label = name + (CEILING if tmpfs else "")
                     self.progress(f"[queue {done}/{total}] rep {rep + 1}: {label}, {size} B × {prod} producers")
+                    started = time.time()
                     r = dict(_iolab.fastqueue_bench(peer, size, prod, p.seconds, p.max_mib << 20,
                                                     os.path.join(shm if tmpfs else on_disk, f"q-{peer}"),
                                                     BATCH_DELAY, READ_API))
                     self.results.queue.append({"rep": rep, "system": label, "queue": name, "tmpfs": tmpfs,
                                                "size": size, "producers": prod, "position": pos,
-                                               "load": load_average(), **r})
+                                               "started": started, "load": load_average(), **r})
 
 
 def progress_printer(quiet: bool) -> Callable[[str], None]:
