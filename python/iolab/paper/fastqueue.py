@@ -384,8 +384,8 @@ def _plots(results: Results, mail: list[dict], outdir: Path) -> dict[str, str]:
         for name, keys, title in (
                 ("fig9_write.png", [("write_msgs_per_s", "")], "Figure 9: message write performance"),
                 ("fig10_read.png", [("cold_read_msgs_per_s", "cold"), ("read_msgs_per_s", "warm")],
-                 "Figure 10: message read performance (one consumer; mean over the producer counts that wrote)")):
-            fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+                 "Figure 10: message read performance (one consumer; mean over the producer counts that wrote the messages)")):
+            fig, axes = plt.subplots(1, 2, figsize=(11.5, 3.8))
             for c in CONFIGS:
                 # Writes: one line per producer count. Reads: one consumer
                 # whatever wrote the messages, so one line per kind of read.
@@ -406,9 +406,11 @@ def _plots(results: Results, mail: list[dict], outdir: Path) -> dict[str, str]:
                 ax.set_yscale("log")
                 ax.set_xlabel("message size (bytes)")
                 ax.set_ylabel(ylab)
-            axes[0].legend(fontsize=6)
-            fig.suptitle(f"{title}: FastQueue's benchmark, {len(qr)} repetitions (means; pale: on tmpfs)", fontsize=9)
-            fig.tight_layout()
+            fig.suptitle(f"{title}\nFastQueue's benchmark, {len(qr)} repetitions (means; pale: the queue on tmpfs)",
+                         fontsize=9)
+            fig.tight_layout(rect=(0, 0, 0.8, 1))
+            handles, labels = axes[0].get_legend_handles_labels()
+            fig.legend(handles, labels, loc="center right", fontsize=7)
             fig.savefig(outdir / name, dpi=110)
             plt.close(fig)
             files[name.split("_")[0]] = name
