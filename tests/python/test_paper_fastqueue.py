@@ -110,8 +110,18 @@ def test_the_ceiling_says_when_the_machine_bounds_the_claim():
     assert claims.ceiling_note(AT_LEAST_2, ratios(50, 0.05)).startswith("within this machine's reach")
     v = claims.decide("Section 1", "whole server", "about 230% higher", ABOUT_33, ratios(1.6, 0.05), low)
     assert v.verdict == "refuted" and "bounded by this machine" in v.note
+    # The whole ceiling below the paper's 3.3x, its top just inside the accepted band (2.75x).
+    edge = claims.from_logs([math.log(x) for x in (2.1, 2.8, 2.4, 2.6, 2.3)])
+    assert 2.75 <= edge.hi95 < 3.3
+    assert claims.ceiling_note(ABOUT_33, edge).startswith("at this machine's limit")
     with pytest.raises(ValueError):
         claims.Target("roughly", 2.0)
+
+
+def test_numbers_are_written_with_three_significant_digits_and_no_exponent():
+    got = [claims.number(x) for x in (0.0123, 4.56, 99.95, 789, 1558.4, 37012, float("nan"))]
+    assert got == ["0.0123", "4.56", "100", "789", "1,560", "37,000", "-"]
+    assert claims.Target("about", 3.3).text() == "about 3.3× (accepted 2.75–3.96×)"
 
 
 # -- the report, from fabricated measurements ---------------------------------------------------
@@ -184,6 +194,18 @@ def test_the_report_decides_every_claim_from_the_measurements(tmp_path):
     assert "not quiet" not in md  # load 0.5 at the start
     data = json.loads((tmp_path / "paper-fastqueue.json").read_text())
     assert [c["verdict"] for c in data["claims"]] == [v.verdict for v in verdicts]
+
+
+def test_the_report_can_be_rendered_again_from_its_json(tmp_path, iolab):
+    first = tmp_path / "first"
+    verdicts = paper.write_report(fabricated(3), quick=True, outdir=first, plots=False)
+    again = paper.rerender(first, tmp_path / "again")
+    assert [v.verdict for v in again] == [v.verdict for v in verdicts]
+    assert [v.measured.gmean for v in again] == pytest.approx([v.measured.gmean for v in verdicts], nan_ok=True)
+    md = (tmp_path / "again" / "report.md").read_text()
+    assert "rendered again from that run's JSON, measuring nothing" in md
+    r = iolab("paper", "fastqueue", "--from", str(tmp_path / "nothing-here"), "-o", str(tmp_path / "x"))
+    assert r.returncode == 2 and "not the output of iolab paper fastqueue" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_loaded_machine_is_named_in_the_report(tmp_path):

@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="repetitions of the mail runs (default 10, quick 2); the queue benchmark gets half, at least 2")
     f.add_argument("--seed", type=int, default=1, help="seed of the run order within repetitions (default 1)")
     f.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    f.add_argument("--from", dest="source", metavar="DIR",
+                   help="measure nothing: write the report again from DIR/paper-fastqueue.json (an earlier run)")
     f.set_defaults(func=cmd_fastqueue)
 
 
@@ -57,7 +59,11 @@ def cmd_fastqueue(args) -> int:
 
     from iolab.paper import fastqueue
 
-    code, verdicts = fastqueue.run(args.quick, Path(args.output), seed=args.seed, reps=args.reps, quiet=args.quiet)
+    if args.source:
+        code, verdicts = 0, fastqueue.rerender(Path(args.source), Path(args.output))
+    else:
+        code, verdicts = fastqueue.run(args.quick, Path(args.output), seed=args.seed, reps=args.reps,
+                                       quiet=args.quiet)
     t = Table(title="FastQueue paper: claims")
     for col in ("figure", "claim", "paper", "measured [95% CI]", "verdict", "ceiling [95% CI]"):
         t.add_column(col, overflow="fold")

@@ -58,9 +58,34 @@ def run(quick: bool, outdir: Path, seed: int = 1, reps: Optional[int] = None,
     if reps:
         plan = Plan(**{**plan.__dict__, "mail_reps": reps, "queue_reps": max(2, (reps + 1) // 2)})
     results = Runner(plan, seed, progress_printer(quiet)).run()
+    results.command = _command(quick, seed, outdir, reps)
     outdir.mkdir(parents=True, exist_ok=True)
     verdicts = write_report(results, quick, outdir)
     return (130 if results.interrupted else 0), verdicts
+
+
+def _command(quick: bool, seed: int, outdir: Path, reps: Optional[int] = None) -> str:
+    return ("iolab paper fastqueue" + (" --quick" if quick else "") + (f" --reps {reps}" if reps else "")
+            + f" --seed {seed} -o {outdir}")
+
+
+def rerender(src: Path, outdir: Path) -> list[claims.Verdict]:
+    """The report again from an earlier run's JSON (`--from`), measuring
+    nothing: for a report whose wording or tables changed after the run."""
+    from iolab.cli.errors import UserError
+
+    path = src / "paper-fastqueue.json"
+    try:
+        data = json.loads(path.read_text())
+        results = Results(plan=data["plan"], seed=data["seed"], environment=data["environment"],
+                          mail=data["mail_runs"], queue=data["queue_runs"], sync_probes=data["sync_probes"],
+                          interrupted=data["interrupted"], wall_s=data["wall_s"], load_end=data["load_end"])
+    except (OSError, ValueError, KeyError) as e:
+        raise UserError(f"--from {src}: not the output of iolab paper fastqueue ({path}: {e})") from None
+    results.command = data.get("command") or _command(data["quick"], data["seed"], src)
+    outdir.mkdir(parents=True, exist_ok=True)
+    return write_report(results, data["quick"], outdir,
+                        rendered_by=f"iolab paper fastqueue --from {src} -o {outdir}")
 
 
 # -- the measurements, as per-repetition values ------------------------------------------------
@@ -258,14 +283,14 @@ def _mean_ci(vals: Sequence[float]) -> tuple[float, float]:
     return m, float(stats.t.ppf(0.975, len(v) - 1) * stats.sem(v)) if max(v) > min(v) else 0.0
 
 
-def _cell(vals: Sequence[float], digits: int = 3) -> str:
+def _cell(vals: Sequence[float]) -> str:
+    """Mean ± 95% half-width over runs."""
     m, h = _mean_ci(vals)
     if not math.isfinite(m):
         return "-"
-    fmt = f".{digits}g"
     if not math.isfinite(h):
-        return f"{m:{fmt}}"
-    return f"{m:{fmt}} ± {h:{fmt}}"
+        return claims.number(m)
+    return f"{claims.number(m)} ± {claims.number(h)}"
 
 
 def commands_table(mail: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -296,9 +321,9 @@ def throughput_table(mail: list[dict]) -> tuple[list[str], list[list[str]]]:
         rs = [r for r in mail if r["system"] == c]
         if not rs:
             continue
-        rows.append([c, "tmpfs" if c.endswith(CEILING) else "ext4", _cell([r["accepted_per_s"] for r in rs], 4),
-                     _cell([r["delivered_per_s"] for r in rs], 4), _cell([r["data_ms_p50"] for r in rs]),
-                     _cell([r["data_ms_p99"] for r in rs]), _cell([r["disk_bytes_per_msg"] for r in rs], 4),
+        rows.append([c, "tmpfs" if c.endswith(CEILING) else "ext4", _cell([r["accepted_per_s"] for r in rs]),
+                     _cell([r["delivered_per_s"] for r in rs]), _cell([r["data_ms_p50"] for r in rs]),
+                     _cell([r["data_ms_p99"] for r in rs]), _cell([r["disk_bytes_per_msg"] for r in rs]),
                      _cell([_value(r, "server_syncs_per_msg") for r in rs]), str(len(rs))])
     return header, rows
 
@@ -310,7 +335,7 @@ def queue_table(queue: list[dict], key: str, scale: float = 1.0) -> tuple[list[s
     for cell in _cells(queue):
         row = [_size(cell[0]), str(cell[1])]
         for c in CONFIGS:
-            row.append(_cell([_value(reps[r].get(cell, {}).get(c), key) * scale for r in sorted(reps)], 4))
+            row.append(_cell([_value(reps[r].get(cell, {}).get(c), key) * scale for r in sorted(reps)]))
         row.append(claims.paired([(_value(reps[r].get(cell, {}).get("fastqueue"), key),
                                    _value(reps[r].get(cell, {}).get("filedir"), key)) for r in sorted(reps)]).text())
         rows.append(row)
@@ -427,7 +452,9 @@ def _loads(rows: list[dict], key: str) -> str:
     return f"{min(firsts):.2f}–{max(firsts):.2f}"
 
 
-def write_report(results: Results, quick: bool, outdir: Path, plots: bool = True) -> list[claims.Verdict]:
+def write_report(results: Results, quick: bool, outdir: Path, plots: bool = True,
+                 rendered_by: str = "") -> list[claims.Verdict]:
+    outdir.mkdir(parents=True, exist_ok=True)
     mail = [r for r in results.mail if not r.get("errors")]
     failed = [r for r in results.mail if r.get("errors")]
     verdicts = all_claims(results)
@@ -436,6 +463,7 @@ def write_report(results: Results, quick: bool, outdir: Path, plots: bool = True
     p = results.plan
     (outdir / "paper-fastqueue.json").write_text(json.dumps(
         {"plan": p, "quick": quick, "seed": results.seed, "interrupted": results.interrupted,
+         "command": results.command,
          "environment": env, "load_end": results.load_end, "wall_s": results.wall_s,
          "equivalence_margin": claims.EQUIVALENCE, "about_band": claims.ABOUT, "labels": list(claims.LABELS),
          "read_api": READ_API, "batch_delay_s": BATCH_DELAY,
@@ -444,8 +472,9 @@ def write_report(results: Results, quick: bool, outdir: Path, plots: bool = True
 
     load0 = float(env["load_start"].split()[0])
     doc = Document("The FastQueue paper, measured" + (" (quick)" if quick else ""))
-    doc.bullets([
-        "command: iolab paper fastqueue" + (" --quick" if quick else "") + f" --seed {results.seed} -o {outdir}",
+    doc.bullets([f"measured by: {results.command or _command(quick, results.seed, outdir)}"]
+                + ([f"this report was rendered again from that run's JSON, measuring nothing: {rendered_by}"]
+                   if rendered_by else []) + [
         f"started {env['started']}; {results.wall_s:.0f} s wall time; {env['cpus']} CPUs ({env['cpu_model']}), "
         f"Linux {env['kernel']}",
         f"**load average (1, 5, 15 min) at the start: {env['load_start']}**; at the end: {results.load_end}; "

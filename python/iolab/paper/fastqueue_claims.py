@@ -76,16 +76,28 @@ class Ratio:
         if self.n == 0:
             return "not measured"
         if self.deterministic:
-            return f"{self.gmean:.3g}× (deterministic: every repetition the same)"
+            return f"{number(self.gmean)}× (deterministic: every repetition the same)"
         if self.n < 2:
-            return f"{self.gmean:.3g}× (one repetition: no interval)"
-        return f"{self.gmean:.3g}× [{self.lo95:.3g}, {self.hi95:.3g}] (n = {self.n})"
+            return f"{number(self.gmean)}× (one repetition: no interval)"
+        return f"{number(self.gmean)}× [{number(self.lo95)}, {number(self.hi95)}] (n = {self.n})"
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("n", "gmean", "lo95", "hi95", "lo90", "hi90", "deterministic", "logs")}
 
 
 NAN = float("nan")
+
+
+def number(x: float) -> str:
+    """Three significant digits, without exponents: 0.0123, 4.56, 789, 12,300."""
+    if not math.isfinite(x):
+        return "-"
+    r = float(f"{x:.3g}")
+    if r == 0:
+        return "0"
+    if abs(r) >= 1000:
+        return f"{r:,.0f}"
+    return f"{r:.{max(0, 2 - math.floor(math.log10(abs(r))))}f}"
 
 
 def from_logs(logs: Sequence[float]) -> Ratio:
@@ -147,9 +159,9 @@ class Target:
 
     def text(self, about: float = ABOUT) -> str:
         if self.kind == "at least":
-            return f"≥ {self.k:.3g}×"
+            return f"≥ {self.k:g}×"
         lo, hi = self.band(about)
-        return f"about {self.k:.3g}× (accepted {lo:.3g}–{hi:.3g}×)"
+        return f"about {self.k:g}× (accepted {number(lo)}–{number(hi)}×)"
 
 
 def label(r: Ratio, target: Target, equivalence: float = EQUIVALENCE, about: float = ABOUT) -> str:
@@ -174,14 +186,19 @@ def label(r: Ratio, target: Target, equivalence: float = EQUIVALENCE, about: flo
 
 def ceiling_note(target: Target, ceiling: Optional[Ratio], about: float = ABOUT) -> str:
     """How the machine's ceiling bounds a claim: whether any queue could
-    reach the paper's figure here."""
-    if ceiling is None or ceiling.n == 0 or not target.k > 1:
+    reach the paper's figure here. Judged against the lowest ratio the claim
+    accepts (k, or the band's lower edge for "about k") and against k."""
+    if ceiling is None or ceiling.n < 2 or not target.k > 1:
         return ""
     lo, _ = target.band(about)
-    if ceiling.n >= 2 and ceiling.hi95 < lo:
+    if ceiling.hi95 < lo:
         return (f"bounded by this machine: even a queue that costs nothing (tmpfs) reaches only "
                 f"{ceiling.text()}, below the paper's {target.text(about)}")
-    if ceiling.n >= 2 and ceiling.lo95 >= lo:
+    if ceiling.hi95 < target.k:
+        return (f"at this machine's limit: a queue that costs nothing (tmpfs) reaches {ceiling.text()}, wholly below "
+                f"the paper's {target.k:g}×; only the top of that interval reaches the lowest ratio the claim "
+                f"accepts ({number(lo)}×)")
+    if ceiling.lo95 >= lo:
         return f"within this machine's reach: a queue on tmpfs reaches {ceiling.text()}"
     return f"the ceiling ({ceiling.text()}) neither clearly reaches nor clearly misses the paper's figure"
 

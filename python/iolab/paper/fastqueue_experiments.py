@@ -96,6 +96,8 @@ class Results:
     interrupted: bool = False
     wall_s: float = 0.0
     load_end: str = ""
+    # The command that measured these results.
+    command: str = ""
 
 
 def load_average() -> str:
