@@ -304,6 +304,19 @@ def commands_table(mail: list[dict]) -> tuple[list[str], list[list[str]]]:
         row.append(claims.paired([(command_ms(reps[r].get("filedir"), step), command_ms(reps[r].get("fastqueue"), step))
                                   for r in sorted(reps)]).text())
         rows.append(row)
+    # A take call returns a different number of messages for each queue:
+    # its time per message taken, too.
+    def per_taken(row: Optional[dict]) -> float:
+        cmds = (row or {}).get("server_commands") or {}
+        taken = cmds.get("taken") or 0
+        return float(cmds["take"]["total_ms"]) / taken if taken and cmds.get("take") else NAN
+
+    row = ["take: per message taken (the calls' time ÷ the messages they returned)"]
+    for c in CONFIGS:
+        row.append(_cell([per_taken(reps[r].get(c)) for r in sorted(reps)]))
+    row.append(claims.paired([(per_taken(reps[r].get("filedir")), per_taken(reps[r].get("fastqueue")))
+                              for r in sorted(reps)]).text())
+    rows.append(row)
     counts = ["messages timed per run (DATA)"]
     for c in CONFIGS:
         n = [_value(((reps[r].get(c) or {}).get("server_commands") or {}).get("data"), "count") for r in sorted(reps)]
