@@ -69,7 +69,7 @@ def _command(quick: bool, seed: int, outdir: Path, reps: Optional[int] = None) -
             + f" --seed {seed} -o {outdir}")
 
 
-def rerender(src: Path, outdir: Path) -> list[claims.Verdict]:
+def rerender(src: Path, outdir: Path, plots: bool = True) -> list[claims.Verdict]:
     """The report again from an earlier run's JSON (`--from`), measuring
     nothing: for a report whose wording or tables changed after the run."""
     from iolab.cli.errors import UserError
@@ -84,7 +84,7 @@ def rerender(src: Path, outdir: Path) -> list[claims.Verdict]:
         raise UserError(f"--from {src}: not the output of iolab paper fastqueue ({path}: {e})") from None
     results.command = data.get("command") or _command(data["quick"], data["seed"], src)
     outdir.mkdir(parents=True, exist_ok=True)
-    return write_report(results, data["quick"], outdir,
+    return write_report(results, data["quick"], outdir, plots,
                         rendered_by=f"iolab paper fastqueue --from {src} -o {outdir}")
 
 
