@@ -32,3 +32,16 @@ def wpcas_quick(tmp_path_factory) -> Path:
     proc = run_iolab("paper", "wpcas", "--quick", "-q", "-o", str(out), check=True, timeout=1800)
     (out / "stdout.txt").write_text(proc.stdout)
     return out
+
+
+@pytest.fixture(scope="session")
+def fastqueue_quick(tmp_path_factory) -> Path:
+    """`iolab paper fastqueue --quick`'s output (it needs Postfix's smtp-source, from `make deps`)."""
+    from iolab.mail.tools import which
+
+    if which("smtp-source") is None and not os.environ.get("CI"):
+        pytest.skip("smtp-source not installed (make deps)")
+    out = tmp_path_factory.mktemp("paper") / "pf"
+    proc = run_iolab("paper", "fastqueue", "--quick", "-q", "-o", str(out), check=True, timeout=600)
+    (out / "stdout.txt").write_text(proc.stdout)
+    return out

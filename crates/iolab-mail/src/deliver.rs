@@ -24,6 +24,11 @@
 //! yet acknowledged: after a crash, at most that many are delivered again
 //! (docs/mail.md, "At least once").
 //!
+//! Each message is timed from the `take` that returned it to its
+//! acknowledgement (or retry) being durable, in three parts (waiting for a
+//! worker, the delivery, the settling): the paper's "Deliver" (section 3,
+//! Figures 3 and 8).
+//!
 //! Each delivery runs in a task of its own, watched by its worker
 //! ([`supervise`]): the worker renews the message's visibility deadline
 //! while the delivery runs, cuts it after `delivery_timeout`, and survives
@@ -31,7 +36,7 @@
 //! gives the permit back.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch, Mutex, Semaphore};
 use tokio::time::MissedTickBehavior;
@@ -45,7 +50,7 @@ use crate::maildir;
 use crate::relay::{relay_name, Failure, Relay};
 use crate::shared::Shared;
 use crate::spool::Held;
-use crate::stats::Stats;
+use crate::stats::{Stats, Step};
 use crate::status::{Attempt, RcptResult, Status};
 use crate::store::Taken;
 
@@ -70,12 +75,26 @@ enum Outcome {
 struct Work {
     taken: Taken,
     held: Held,
+    /// When `take` returned it.
+    taken_at: Instant,
 }
 
 struct Done {
     taken: Arc<Taken>,
     outcome: Outcome,
     _held: Held,
+    /// When `take` returned it, a worker started on it, and the outcome
+    /// was known.
+    times: [Instant; 3],
+}
+
+/// Times one message's delivery, now settled: see [`Step::Deliver`].
+fn time_delivery(stats: &Stats, [taken, started, finished]: [Instant; 3]) {
+    let now = Instant::now();
+    stats.time(Step::Deliver, now - taken);
+    stats.time(Step::DeliverWait, started - taken);
+    stats.time(Step::DeliverSend, finished - started);
+    stats.time(Step::DeliverAck, now - finished);
 }
 
 /// Runs until `stop` is set, then finishes the messages already taken.
@@ -105,6 +124,7 @@ pub(crate) async fn run(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         }
         let want = 1 + extra;
         let queue = sh.queue.clone();
+        let called = Instant::now();
         let got = match tokio::task::spawn_blocking(move || queue.take(want, TAKE_WAIT)).await {
             Ok(Ok(got)) => got,
             Ok(Err(e)) => {
@@ -119,12 +139,17 @@ pub(crate) async fn run(sh: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             }
         };
         permits.add_permits(want - got.len());
+        let taken_at = Instant::now();
+        if !got.is_empty() {
+            sh.stats.time(Step::Take, taken_at - called);
+            Stats::add(&sh.stats.taken, got.len() as u64);
+        }
         for taken in got {
             // Taken records count against the same memory budget as the
             // sessions' text (spool.rs): a batch of large messages waits
             // here instead of growing the process.
             let held = sh.memory.take(taken.record.len()).await;
-            if work_tx.send(Work { taken, held }).await.is_err() {
+            if work_tx.send(Work { taken, held, taken_at }).await.is_err() {
                 break;
             }
         }
@@ -150,7 +175,8 @@ async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Work>>>, done: m
     let mut relay = new_relay(&sh);
     loop {
         let next = work.lock().await.recv().await;
-        let Some(Work { taken, held }) = next else { break };
+        let Some(Work { taken, held, taken_at }) = next else { break };
+        let started = Instant::now();
         let taken = Arc::new(taken);
         // A record rewritten for its deferred recipients waits for its
         // not-before time once (`Outcome::NotYet`); given back, the queue
@@ -169,7 +195,8 @@ async fn worker(sh: Arc<Shared>, work: Arc<Mutex<mpsc::Receiver<Work>>>, done: m
             relay = back.or_else(|| new_relay(&sh));
             outcome
         };
-        if done.send(Done { taken, outcome, _held: held }).is_err() {
+        let times = [taken_at, started, Instant::now()];
+        if done.send(Done { taken, outcome, _held: held, times }).is_err() {
             break;
         }
     }
@@ -315,10 +342,11 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
                 if attempts_before(&d.taken, &env) > 0 {
                     deferred_before.push(qid.clone());
                 }
-                delivered.push((d.taken.id, qid));
+                delivered.push((d.taken.id, qid, d.times));
                 continue;
             }
             settle(&sh, d.taken, d.outcome).await;
+            time_delivery(&sh.stats, d.times);
             permits.add_permits(1);
         }
         if delivered.is_empty() {
@@ -338,7 +366,8 @@ async fn acknowledge(sh: Arc<Shared>, mut done: mpsc::UnboundedReceiver<Done>, p
         match acked.await {
             Ok(Ok(())) => {
                 Stats::add(&sh.stats.delivered, n as u64);
-                for (_, qid) in &delivered {
+                for (_, qid, times) in &delivered {
+                    time_delivery(&sh.stats, *times);
                     info!(target: "qmgr", "{qid}: removed");
                 }
             }

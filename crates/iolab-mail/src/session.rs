@@ -10,6 +10,11 @@
 //! [`Spool`] as it arrives (memory bounded for all sessions together). The
 //! `250` after `DATA` is sent only when the queue says the message is
 //! durable.
+//!
+//! Each command's processing time is timed from its line read to its reply
+//! written (`Stats::time`; the paper's Figures 3 and 8), `DATA` in three
+//! parts: the command to its `354`, the text, and the end of the text to
+//! the `250`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,7 +32,7 @@ use crate::envelope::{new_queue_id, now_ms, Envelope};
 use crate::framing::{DataReader, Frame, LineFramer, TextFault};
 use crate::shared::Shared;
 use crate::spool::Spool;
-use crate::stats::Stats;
+use crate::stats::{Stats, Step};
 
 /// Longest command line, CRLF included. RFC 5321 section 4.5.3.1.4 says
 /// 512 plus what extensions add; Postfix reads up to its
@@ -56,6 +61,11 @@ struct Session {
     tx: Option<Transaction>,
     out: Vec<u8>,
     quit: bool,
+    /// The commands whose replies are in `out`, and when each was read:
+    /// timed when `out` is written.
+    timed: Vec<(Step, Instant)>,
+    /// When the `354` was written (the text's clock).
+    text_since: Option<Instant>,
 }
 
 /// `unknown[1.2.3.4]`, the way Postfix names a client it did not look up.
@@ -67,19 +77,29 @@ fn client_name(peer: &SocketAddr) -> String {
 pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     info!(target: "smtpd", "connect from {}", client_name(&peer));
-    let mut s = Session { sh, peer, helo: None, esmtp: false, tx: None, out: Vec::new(), quit: false };
+    let mut s = Session {
+        sh,
+        peer,
+        helo: None,
+        esmtp: false,
+        tx: None,
+        out: Vec::new(),
+        quit: false,
+        timed: Vec::new(),
+        text_since: None,
+    };
     s.reply(&format!("220 {} ESMTP iolab-mail", s.sh.cfg.hostname));
     let mut mode = Mode::Command;
     let mut framer = LineFramer::new(MAX_COMMAND_LINE);
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        if write_out(&mut stream, &mut s.out).await.is_err() || s.quit {
+        if s.flush(&mut stream).await.is_err() || s.quit {
             break;
         }
         let in_transaction = s.tx.is_some() || !matches!(mode, Mode::Command);
         if *shutdown.borrow() && !in_transaction {
             s.reply("421 4.3.2 Service shutting down, closing channel");
-            let _ = write_out(&mut stream, &mut s.out).await;
+            let _ = s.flush(&mut stream).await;
             break;
         }
         let limit = if matches!(mode, Mode::Command) { s.sh.cfg.command_timeout } else { s.sh.cfg.data_timeout };
@@ -89,7 +109,7 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
                 Ok(Ok(n)) => n,
                 Err(_) => {
                     s.reply("421 4.4.2 Timeout exceeded, closing channel");
-                    let _ = write_out(&mut stream, &mut s.out).await;
+                    let _ = s.flush(&mut stream).await;
                     break;
                 }
             },
@@ -103,7 +123,10 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
                     None => break,
                     // RFC 5321 section 4.5.3.1.4; one reply for the whole
                     // line, whatever its length (issue 26, defect 8).
-                    Some(Frame::TooLong) => s.reply("500 5.5.2 Error: line too long"),
+                    Some(Frame::TooLong) => {
+                        s.timed.push((Step::Other, Instant::now()));
+                        s.reply("500 5.5.2 Error: line too long")
+                    }
                     Some(Frame::Line(line)) => {
                         if s.command(&line) {
                             let cfg = &s.sh.cfg;
@@ -127,10 +150,15 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
                     if !done {
                         break;
                     }
+                    let text_end = Instant::now();
+                    if let Some(since) = s.text_since.take() {
+                        s.sh.stats.time(Step::DataText, text_end - since);
+                    }
                     // Replies to commands before DATA go out first.
-                    if write_out(&mut stream, &mut s.out).await.is_err() {
+                    if s.flush(&mut stream).await.is_err() {
                         return;
                     }
+                    s.timed.push((Step::Data, text_end));
                     let Mode::Data { reader, spool, spool_error } = std::mem::replace(&mut mode, Mode::Command) else {
                         unreachable!("in Data mode")
                     };
@@ -145,15 +173,26 @@ pub(crate) async fn run(mut stream: TcpStream, peer: SocketAddr, sh: Arc<Shared>
     // as smtp-source does after QUIT.
 }
 
-async fn write_out(stream: &mut TcpStream, out: &mut Vec<u8>) -> std::io::Result<()> {
-    if !out.is_empty() {
-        stream.write_all(out).await?;
-        out.clear();
-    }
-    Ok(())
-}
-
 impl Session {
+    /// Writes the replies gathered in `out`; each command they answer is
+    /// timed now, from its line read to its reply written.
+    async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            stream.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        if !self.timed.is_empty() {
+            let now = Instant::now();
+            for (step, since) in self.timed.drain(..) {
+                self.sh.stats.time(step, now - since);
+                if step == Step::DataCommand {
+                    self.text_since = Some(now);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn reply(&mut self, line: &str) {
         self.out.extend_from_slice(line.as_bytes());
         self.out.extend_from_slice(b"\r\n");
@@ -193,13 +232,29 @@ impl Session {
 
     /// Handles one command line; true when message text follows.
     fn command(&mut self, line: &[u8]) -> bool {
+        let read = Instant::now();
         let cmd = match command::parse(line) {
             Ok(c) => c,
             Err(reply) => {
+                self.timed.push((Step::Other, read));
                 self.reply(&reply);
                 return false;
             }
         };
+        let step = match cmd {
+            Command::Ehlo(_) | Command::Helo(_) => Step::Helo,
+            Command::Mail { .. } => Step::Mail,
+            Command::Rcpt(_) => Step::Rcpt,
+            Command::Data => Step::DataCommand,
+            Command::Quit => Step::Quit,
+            _ => Step::Other,
+        };
+        if step == Step::DataCommand {
+            // Its text's clock starts when this reply is written (`flush`);
+            // none is left over from an earlier DATA.
+            self.text_since = None;
+        }
+        self.timed.push((step, read));
         let sh = self.sh.clone();
         let cfg = &sh.cfg;
         match cmd {

@@ -1,5 +1,11 @@
 //! Counters the server keeps, and the snapshot it reports
 //! ([`StatsSnapshot`], also written as JSON by `iolab mail serve --stats`).
+//!
+//! Besides counts, the server times how long it takes to process each SMTP
+//! command and each delivery ([`CommandTimes`]): the FastQueue paper's
+//! Figure 3 (FSmail's time per command with one file per message) and
+//! Figure 8 (the same with FastQueue), which `iolab paper fastqueue`
+//! redraws from these timers.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -28,6 +34,8 @@ pub struct Stats {
     pub(crate) delivery_panics: AtomicU64,
     pub(crate) delivery_timeouts: AtomicU64,
     pub(crate) visibility_renewals: AtomicU64,
+    /// Messages the reader's `take` calls returned.
+    pub(crate) taken: AtomicU64,
     /// Time from the end of `DATA` to the `250` (the queue's commit).
     pub(crate) commit: Latency,
     /// The commit's parts: waiting for a thread to run the enqueue on,
@@ -36,6 +44,152 @@ pub struct Stats {
     pub(crate) commit_thread_wait: Latency,
     pub(crate) commit_enqueue: Latency,
     pub(crate) commit_resume: Latency,
+    /// Processing time per SMTP command and per delivery (the paper's
+    /// Figures 3 and 8).
+    pub(crate) steps: [Timer; Step::COUNT],
+}
+
+/// What [`Stats::steps`] times: each SMTP command a session answers, and
+/// each message's way through delivery. Section 3 of the paper names the
+/// commands (`EHLO`/`HELO`, `MAIL`, `RCPT`, `DATA`, `QUIT`) and "Deliver":
+/// open the message's file, read it, deliver it, delete the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// `EHLO` or `HELO`: its line read to its reply written.
+    Helo,
+    /// `MAIL`.
+    Mail,
+    /// `RCPT`.
+    Rcpt,
+    /// The `DATA` command line to its `354` (or refusal) written.
+    DataCommand,
+    /// From the `354` written to the end of the text read: the client
+    /// sending the message (network I/O, as the paper's DATA includes).
+    DataText,
+    /// The end of the text to the `250` (or refusal) written: the durable
+    /// enqueue (the paper's "create a file, write the message, push it to
+    /// the queue").
+    Data,
+    /// `QUIT`.
+    Quit,
+    /// Every other command line (`RSET`, `NOOP`, `VRFY`, `HELP`, unknown
+    /// or refused lines).
+    Other,
+    /// One message from the queue's `take` returning it to its
+    /// acknowledgement (or retry) being durable: the paper's Deliver.
+    Deliver,
+    /// Deliver's first part: taken to a delivery worker starting on it.
+    DeliverWait,
+    /// Deliver's second part: the delivery itself (relay or Maildir).
+    DeliverSend,
+    /// Deliver's last part: the outcome to its acknowledgement durable.
+    DeliverAck,
+    /// One `take` call of the reader that returned messages (one grouped
+    /// read; includes waiting for the first message when the queue was
+    /// empty).
+    Take,
+}
+
+impl Step {
+    pub(crate) const COUNT: usize = 13;
+}
+
+// `Take` is the last step: the timers' array has one slot per step.
+const _: () = assert!(Step::Take as usize + 1 == Step::COUNT);
+
+/// A processing-time histogram (ns, 2 significant digits: each
+/// percentile within 1%) with the exact sum beside it, for means.
+pub(crate) struct Timer {
+    hist: Mutex<Histogram<u64>>,
+    sum_ns: AtomicU64,
+}
+
+impl Default for Timer {
+    fn default() -> Timer {
+        Timer { hist: Mutex::new(Histogram::new_with_bounds(1, 600_000_000_000, 2).unwrap()), sum_ns: AtomicU64::new(0) }
+    }
+}
+
+impl Timer {
+    fn record(&self, d: Duration) {
+        let ns = (d.as_nanos() as u64).clamp(1, 600_000_000_000);
+        let _ = self.hist.lock().unwrap().record(ns);
+        self.sum_ns.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn timing(&self) -> Timing {
+        let h = self.hist.lock().unwrap();
+        let count = h.len();
+        let total_ms = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let q = |p: f64| if count == 0 { 0.0 } else { h.value_at_quantile(p) as f64 / 1e6 };
+        Timing {
+            count,
+            total_ms,
+            mean_ms: if count == 0 { 0.0 } else { total_ms / count as f64 },
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p99_ms: q(0.99),
+            max_ms: if count == 0 { 0.0 } else { h.max() as f64 / 1e6 },
+        }
+    }
+}
+
+/// One step's processing times since the server started.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// How many were timed.
+    pub count: u64,
+    /// Their sum, ms (exact).
+    pub total_ms: f64,
+    /// `total_ms / count` (0 when none).
+    pub mean_ms: f64,
+    /// Median, ms (within 1%).
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Longest, ms.
+    pub max_ms: f64,
+}
+
+/// Processing time of each SMTP command and of delivery (see [`Step`] for
+/// where each clock starts and stops). A command's time runs from its line
+/// being read to its reply being written to the socket; replies to
+/// pipelined commands (RFC 2920) are written together, so each of them
+/// runs until the group is written.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CommandTimes {
+    /// `EHLO` and `HELO`.
+    pub helo: Timing,
+    /// `MAIL`.
+    pub mail: Timing,
+    /// `RCPT`.
+    pub rcpt: Timing,
+    /// The `DATA` line to its `354`.
+    pub data_command: Timing,
+    /// The `354` written to the end of the text read (the client sending).
+    pub data_text: Timing,
+    /// The end of the text to the `250` written, the durable enqueue
+    /// included (the paper's DATA, less the network part).
+    pub data: Timing,
+    /// `QUIT`.
+    pub quit: Timing,
+    /// Any other command line.
+    pub other: Timing,
+    /// A message taken from the queue to its acknowledgement durable (the
+    /// paper's Deliver).
+    pub deliver: Timing,
+    /// Deliver's parts: taken to a worker starting on it ...
+    pub deliver_wait: Timing,
+    /// ... the delivery itself ...
+    pub deliver_send: Timing,
+    /// ... and the outcome to its acknowledgement (or retry) durable.
+    pub deliver_ack: Timing,
+    /// Each `take` call that returned messages (one grouped read).
+    pub take: Timing,
+    /// Messages those calls returned.
+    pub taken: u64,
 }
 
 /// A latency histogram (µs, 1 µs to 10 min, 3 significant digits).
@@ -84,6 +238,8 @@ impl Default for Stats {
             commit_thread_wait: Latency::default(),
             commit_enqueue: Latency::default(),
             commit_resume: Latency::default(),
+            steps: Default::default(),
+            taken: AtomicU64::new(0),
         }
     }
 }
@@ -146,11 +302,38 @@ pub struct StatsSnapshot {
     pub commit_enqueue_ms: (f64, f64),
     /// See `commit_thread_wait_ms`.
     pub commit_resume_ms: (f64, f64),
+    /// Processing time of each SMTP command and of delivery.
+    pub commands: CommandTimes,
 }
 
 impl Stats {
     pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Adds one processing time of `step`.
+    pub(crate) fn time(&self, step: Step, d: Duration) {
+        self.steps[step as usize].record(d);
+    }
+
+    fn command_times(&self) -> CommandTimes {
+        let t = |s: Step| self.steps[s as usize].timing();
+        CommandTimes {
+            helo: t(Step::Helo),
+            mail: t(Step::Mail),
+            rcpt: t(Step::Rcpt),
+            data_command: t(Step::DataCommand),
+            data_text: t(Step::DataText),
+            data: t(Step::Data),
+            quit: t(Step::Quit),
+            other: t(Step::Other),
+            deliver: t(Step::Deliver),
+            deliver_wait: t(Step::DeliverWait),
+            deliver_send: t(Step::DeliverSend),
+            deliver_ack: t(Step::DeliverAck),
+            take: t(Step::Take),
+            taken: self.taken.load(Ordering::Relaxed),
+        }
     }
 
     /// The counters now; `queued` and `io` come from the queue.
@@ -183,6 +366,7 @@ impl Stats {
             commit_thread_wait_ms: self.commit_thread_wait.percentiles_ms(),
             commit_enqueue_ms: self.commit_enqueue.percentiles_ms(),
             commit_resume_ms: self.commit_resume.percentiles_ms(),
+            commands: self.command_times(),
         }
     }
 }

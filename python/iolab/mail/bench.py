@@ -274,6 +274,10 @@ def run_once(name: str, args: argparse.Namespace, tools: dict[str, str], base: s
         row["server_syncs_per_msg"] = (stats.get("queue_syncs", 0) + stats.get("delivery_syncs", 0)) / expected
         row["server_commit_ms_p50"] = stats.get("commit_ms_p50")
         row["server_commit_ms_p99"] = stats.get("commit_ms_p99")
+        # Processing time of each SMTP command and of delivery, as the
+        # server timed them (`iolab paper fastqueue`: the paper's Figures 3
+        # and 8).
+        row["server_commands"] = stats.get("commands")
     if trace_file:
         row["strace_syncs_per_msg"] = _strace_counts(trace_file) / expected
     return row
