@@ -177,16 +177,19 @@ static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 	}
 	t_s = wpcas_seek_ns(w, head, blk_rq_pos(cand));
 	t_a = wpcas_seek_ns(w, head, head + aic->seek.mean);
+	gain = t_s - t_a - (s64)wpcas_t_as(aic);
 	/*
-	 * A gain beyond 2^32 ns (4.3 s) decides nothing a smaller one would
-	 * not, and bounded so, with ok and failed below 2^30 and P at most
-	 * max_wait_ms (1 s < 2^30 ns), both products fit in 63 bits: with the
-	 * seek tunables at their limits the unbounded product overflowed and
-	 * the decision flipped.
+	 * Is ok * gain > failed * P? failed * P fits in 64 bits (failed is
+	 * below 2^30, P at most max_wait_ms = 1 s < 2^30 ns); ok * gain need
+	 * not: with the seek tunables in their ranges gain reaches 2^52 ns,
+	 * and (s64)ok * gain overflowed once ok passed about 2^11 (the
+	 * decision flipped). Bounding gain instead decided wrongly where
+	 * failed * P passes the bound. For ok > 0 and gain > 0 the test is
+	 * gain > floor(failed * P / ok), exactly, in 64 bits.
 	 */
-	gain = clamp_t(s64, t_s - t_a - (s64)wpcas_t_as(aic), -(1LL << 32),
-		       1LL << 32);
-	return (s64)ok * gain > (s64)failed * (s64)wpcas_period_ns(ad);
+	if (ok == 0 || gain <= 0)
+		return false;
+	return (u64)gain > div64_u64(failed * wpcas_period_ns(ad), ok);
 }
 
 static bool wpcas_experienced(struct as_data *ad)

@@ -62,6 +62,9 @@ fn base(shim: &Path) -> cc::Build {
     b.include(shim.join("include"))
         .flag("-std=gnu11")
         .flag("-fno-strict-aliasing")
+        // as Linux's Makefile: signed overflow wraps, so a module's
+        // overflow shows here as it would in the kernel
+        .flag("-fno-strict-overflow")
         .flag_if_supported("-Wno-unused-parameter")
         .flag_if_supported("-Wno-sign-compare")
         .opt_level(2)

@@ -161,3 +161,89 @@ fn insert_merges_do_not_mix_sync_and_async() {
     assert_eq!(seen.len(), 2);
     assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
 }
+
+/// WPCAS's STE decides on the sign of ok·gain − failed·P (n·Δ, equation
+/// 12 times the process's finished anticipations). With the seek tunables
+/// within the module's ranges, gain reaches 2^52 ns; `(s64)ok * gain`
+/// overflowed once ok passed about 2,150 successes and the decision
+/// flipped: the module served the far request where Δ > 0 says wait.
+#[test]
+fn wpcas_ste_does_not_overflow_with_many_successes() {
+    let mut e = Instance::new("wpcas", 1).unwrap();
+    // B never expires: only A runs while its successes pile up.
+    e.store("read_expire", "2147483647").unwrap();
+    let far = 4_300_000_000u64;
+    let mut now = ms(0);
+    let (mut id, mut pos) = (0u32, 0u64);
+    // A first: a read batch starts at the FIFO's head
+    e.insert(&rq(id, 1, pos, false, false), now);
+    e.insert(&rq(1_000_000, 2, far, false, false), now);
+    for _ in 0..2300 {
+        let r = take(&mut e, now).expect("A's request");
+        assert_eq!(r.pid, 1, "A is served while B waits far away");
+        now += 1_000_000;
+        e.completed(r.id, now);
+        assert_eq!(take(&mut e, now), None, "WPCAS waits for A");
+        now += 100_000;
+        id += 1;
+        pos += 8;
+        e.insert(&rq(id, 1, pos, false, false), now);
+    }
+    let succeeded: u64 = e.show("antic_succeeded").unwrap().trim().parse().unwrap();
+    assert!(succeeded >= 2299, "{succeeded} successes");
+    // The steepest seek curve the module's files take: B is 2^32 sectors
+    // (cylinders of one sector) away, 4.3e15 ns; 2300 successes times that
+    // passes 2^63.
+    for (k, v) in [
+        ("seek_cyl_sectors", "1"),
+        ("seek_linear_cyl", "0"),
+        ("seek_lin_a_ns", "10000000000"),
+        ("seek_lin_b_ps", "1000000000"),
+    ] {
+        e.store(k, v).unwrap();
+    }
+    let r = take(&mut e, now).expect("A's request");
+    assert_eq!(r.pid, 1);
+    now += 1_000_000;
+    e.completed(r.id, now);
+    // failed = 0: any gain > 0 says wait.
+    assert_eq!(take(&mut e, now), None, "Δ > 0: WPCAS must wait for A, not serve B");
+    assert_eq!(e.warnings().0, 0, "{:?}", e.warnings());
+}
+
+/// The same comparison where bounding the gain (the first fix, ±2^32 ns)
+/// decides wrongly: p_s = 0.001 before any record (min_samples 0), P =
+/// antic_expire = 600 ms, so failed·P = 999 · 0.6 s, more than 2^32 ns;
+/// B is 2 s of seek away, so Δ > 0 and WPCAS waits.
+#[test]
+fn wpcas_ste_decides_exactly_with_large_in_range_gains() {
+    let mut e = Instance::new("wpcas", 1).unwrap();
+    for (k, v) in [
+        ("min_samples", "0"),
+        ("prior_ps", "0.001"),
+        ("antic_expire", "600"),
+        ("max_wait_ms", "1000"),
+        ("seek_cyl_sectors", "1"),
+        ("seek_linear_cyl", "0"),
+        ("seek_lin_a_ns", "10000000000"),
+        ("seek_lin_b_ps", "1000000000"),
+    ] {
+        e.store(k, v).unwrap();
+    }
+    e.insert(&rq(0, 1, 0, false, false), ms(0));
+    let a = take(&mut e, ms(0)).unwrap();
+    e.insert(&rq(1, 2, 2_000_000, false, false), ms(1));
+    e.completed(a.id, ms(5));
+    // ok = 1, failed = 999, P = 6e8 ns: 1 · 2.0e12 > 999 · 6e8 = 6.0e11.
+    assert_eq!(take(&mut e, ms(5)), None, "Δ > 0: WPCAS must wait for A");
+    // And with B near, Δ < 0: B is served (the test can fail both ways).
+    let mut e2 = Instance::new("wpcas", 1).unwrap();
+    for (k, v) in [("min_samples", "0"), ("prior_ps", "0.001"), ("antic_expire", "600"), ("max_wait_ms", "1000")] {
+        e2.store(k, v).unwrap();
+    }
+    e2.insert(&rq(0, 1, 0, false, false), ms(0));
+    let a = take(&mut e2, ms(0)).unwrap();
+    e2.insert(&rq(1, 2, 2_000_000, false, false), ms(1));
+    e2.completed(a.id, ms(5));
+    assert_eq!(take(&mut e2, ms(5)).map(|r| r.pid), Some(2), "Δ < 0 on the HP 97560's curve: B is served");
+}
