@@ -612,13 +612,22 @@ void as_finish_request(struct request *rq)
 }
 
 /*
- * Keep AS's two directions apart: a sync bio only joins a sync request,
- * an async one an async request.
+ * 2.6.20's AS had no elevator_allow_merge_fn: elv_rq_merge_ok checked the
+ * data direction only, so a sync (O_DIRECT) write bio could join an async
+ * (write-back) request and the other way round; the request keeps its
+ * class. That is the default. merge_by_class = 1 keeps AS's two directions
+ * apart, as CFQ's cfq_allow_merge kept a sync bio out of an async request.
+ * Request-to-request merges (attempt_merge after a bio merge) stay within
+ * a class either way: the neighbours are elv_rb_former_request and
+ * elv_rb_latter_request in the request's own tree.
  */
 bool as_allow_merge(struct request_queue *q, struct request *rq,
 		    struct bio *bio)
 {
-	return op_is_sync(rq->cmd_flags) == op_is_sync(bio->bi_opf);
+	struct as_data *ad = as_queue_data(q);
+
+	return !READ_ONCE(ad->merge_by_class) ||
+	       op_is_sync(rq->cmd_flags) == op_is_sync(bio->bi_opf);
 }
 
 bool as_bio_merge(struct request_queue *q, struct bio *bio,
@@ -639,12 +648,29 @@ bool as_bio_merge(struct request_queue *q, struct bio *bio,
 	return merged;
 }
 
+/*
+ * The tree a front-merge candidate for @bio is looked up in. 2.6.20's
+ * as_merge searched sort_list[bio_data_dir(bio)] of trees indexed by
+ * REQ_SYNC (1) and REQ_ASYNC (0): a read bio searched the async tree and a
+ * write bio the sync one, so only a write bio took a front merge there.
+ * That is the default, so that the module decides as 2.6.20 does;
+ * merge_by_class = 1 searches the bio's own class, as an elevator written
+ * for 6.1 would (mq-deadline's dd_request_merge searches the tree of the
+ * bio's own data direction).
+ */
+static int as_front_merge_dir(struct as_data *ad, struct bio *bio)
+{
+	if (READ_ONCE(ad->merge_by_class))
+		return op_is_sync(bio->bi_opf) ? AS_SYNC : AS_ASYNC;
+	return bio_data_dir(bio) == READ ? AS_ASYNC : AS_SYNC;
+}
+
 /* A front merge candidate: a queued request starting where @bio ends. */
 int as_request_merge(struct request_queue *q, struct request **rq,
 		     struct bio *bio)
 {
 	struct as_data *ad = as_queue_data(q);
-	int dir = op_is_sync(bio->bi_opf) ? AS_SYNC : AS_ASYNC;
+	int dir = as_front_merge_dir(ad, bio);
 	struct request *cand;
 
 	cand = elv_rb_find(&ad->sort_list[dir], bio_end_sector(bio));

@@ -225,6 +225,8 @@ struct as_data {
 	u64 fifo_expire[2];
 	u64 batch_expire[2];
 	u64 antic_expire;
+	/* 0: merges as 2.6.20's; 1: a bio meets its own sync class only */
+	u64 merge_by_class;
 };
 
 static inline struct as_icq *as_icq_of(struct io_cq *icq)

@@ -74,6 +74,31 @@ AS_MS_ATTR(write_batch_expire, &ad->batch_expire[AS_ASYNC], INT_MAX)
 /* A wait of more than 0.6 s is no longer anticipation (as the simulator). */
 AS_MS_ATTR(antic_expire, &ad->antic_expire, 600)
 
+/* A switch or count: shown and stored as it is, clamped to [min, max]. */
+#define AS_U64_ATTR(name, ptr, min, max)				\
+static u64 *as_##name##_field(struct as_data *ad)			\
+{									\
+	u64 *field = ptr;						\
+									\
+	return field;							\
+}									\
+static ssize_t as_##name##_show(struct elevator_queue *e, char *page)	\
+{									\
+	return sysfs_emit(page, "%llu\n",				\
+			  READ_ONCE(*as_##name##_field(as_elv_data(e))));	\
+}									\
+static ssize_t as_##name##_store(struct elevator_queue *e,		\
+				 const char *page, size_t count)	\
+{									\
+	struct as_data *ad = as_elv_data(e);				\
+									\
+	return as_store_u64(ad, as_##name##_field(ad), min, max, 1,	\
+			    page, count);				\
+}
+
+/* as_request_merge and as_allow_merge: 0 as 2.6.20, 1 within a class. */
+AS_U64_ATTR(merge_by_class, &ad->merge_by_class, 0, 1)
+
 /* Anticipations still running are reported once they end (wait.rs). */
 static void as_snapshot(struct as_data *ad, struct as_antic_stats *s)
 {
@@ -147,6 +172,7 @@ struct elv_fs_entry as_core_attrs_as[] = {
 	AS_ATTR(read_batch_expire),
 	AS_ATTR(write_batch_expire),
 	AS_ATTR(antic_expire),
+	AS_ATTR(merge_by_class),
 	AS_ATTR_RO(antic_started),
 	AS_ATTR_RO(antic_succeeded),
 	AS_ATTR_RO(antic_failed),

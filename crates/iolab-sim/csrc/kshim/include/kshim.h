@@ -455,6 +455,9 @@ static inline sector_t bio_end_sector(const struct bio *b)
 	return b->bi_iter.bi_sector + (b->bi_iter.bi_size >> 9);
 }
 
+#define READ	0
+#define WRITE	1
+
 static inline int bio_data_dir(const struct bio *b) { return op_is_write(b->bi_opf); }
 
 /* ---- io contexts (include/linux/iocontext.h) ---- */

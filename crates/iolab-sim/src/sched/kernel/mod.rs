@@ -310,6 +310,13 @@ fn sysfs_text(v: f64) -> String {
     }
 }
 
+/// `seek_cyl_sectors` (kernel:wpcas): the module's own default is the HP
+/// 97560's curve (wpcas.h) and 0 is clamped to 1 by its store; the
+/// simulator takes 0, its default, for "the experiment's drive's curve"
+/// (`cost::PositionCost::module_seek`), which it then writes into all six
+/// seek_* files, as `iolab kernel compare` does in the guest.
+const SEEK_FROM_DISK: &str = "seek_cyl_sectors";
+
 /// The Table 1 counters, read from the AS family's sysfs files.
 const ANTIC_FILES: [&str; 5] =
     ["antic_started", "antic_succeeded", "antic_failed", "antic_success_wait_ns", "antic_failure_wait_ns"];
@@ -330,8 +337,21 @@ impl KernelElevator {
         let mut inst = Instance::new(module_name, ctx.queue_depth)
             .unwrap_or_else(|| panic!("no kernel/ module registers the elevator '{module_name}'"));
         for (k, &v) in &values.0 {
+            if k == SEEK_FROM_DISK && v == 0.0 {
+                continue;
+            }
             if let Err(e) = inst.store(k, &sysfs_text(v)) {
                 panic!("{name}: the module refused {k} = {v} ({}) after accepting it", errno_name(e));
+            }
+        }
+        // seek_cyl_sectors 0: the drive's curve, as `iolab kernel compare`
+        // writes it into the guest's sysfs files (a drive without a
+        // two-piece curve leaves the module's defaults).
+        if values.0.get(SEEK_FROM_DISK) == Some(&0.0) {
+            for (k, v) in ctx.position_cost.module_seek().map(|c| c.tunables()).into_iter().flatten() {
+                if let Err(e) = inst.store(k, &sysfs_text(v)) {
+                    panic!("{name}: the module refused the disk's {k} = {v} ({})", errno_name(e));
+                }
             }
         }
         let attrs = inst.attrs();
@@ -449,6 +469,9 @@ pub fn accept(info: &SchedulerInfo, module_name: &str, given: &BTreeMap<String, 
                 format!("'{}' has no tunable '{name}'; its tunables are: {}", info.name, names.join(", ")),
             ));
         }
+        if name == SEEK_FROM_DISK && v == 0.0 && info.tunables.iter().any(|t| t.name == SEEK_FROM_DISK) {
+            continue;
+        }
         let text = sysfs_text(v);
         if let Err(e) = inst.store(name, &text) {
             return Err(Error::invalid(
@@ -467,18 +490,24 @@ pub fn accept(info: &SchedulerInfo, module_name: &str, given: &BTreeMap<String, 
         })?;
         values.insert(t.name.to_string(), v);
     }
+    // The simulator's default for the module's seek model: the disk's.
+    if values.contains_key(SEEK_FROM_DISK) && given.get(SEEK_FROM_DISK).is_none_or(|&v| v == 0.0) {
+        values.insert(SEEK_FROM_DISK.to_string(), 0.0);
+    }
     Ok(TunableValues(values))
 }
 
 // ---- the registered kernel elevators ----
 
 /// The core's files (as-sysfs.c): times in ms, clamped to these ranges.
-const AS_TUNABLES: [Tunable; 5] = [
+const AS_TUNABLES: [Tunable; 6] = [
     Tunable::ms("read_expire", 125.0, "a sync request is served once it is this old"),
     Tunable::ms("write_expire", 250.0, "an async request is served once it is this old"),
     Tunable::ms("read_batch_expire", 500.0, "sync batch length when writes wait"),
     Tunable::ms("write_batch_expire", 125.0, "target length of an async batch"),
     Tunable::ms("antic_expire", 6.0, "longest wait for the last reader; 0: off").with_max(600.0),
+    t("merge_by_class", "bool", 0.0, 1.0, 0.0,
+      "1: a bio meets only requests of its own sync class (front-merge lookup, allow_merge); 0: as 2.6.20's AS"),
 ];
 
 const fn t(name: &'static str, unit: &'static str, min: f64, max: f64, default: f64, help: &'static str) -> Tunable {
@@ -493,7 +522,8 @@ const WPCAS_OWN: [Tunable; 12] = [
     t("min_samples", "anticipations", 0.0, 1e6, 4.0, "below this, a process is judged by AS's rule"),
     t("max_wait_ms", "ms", 0.0, 1000.0, 20.0, "cap on the wait"),
     t("prior_ps", "", 0.0, 1.0, 0.0, "p_s of a process with no finished anticipation (three decimals)"),
-    t("seek_cyl_sectors", "sectors", 1.0, 4294967296.0, 1368.0, "sectors per cylinder of STE's seek model"),
+    t("seek_cyl_sectors", "sectors", 0.0, 4294967296.0, 0.0,
+      "sectors per cylinder of STE's seek model; 0: every seek_* from the disk model (the module's own default is 1368)"),
     t("seek_linear_cyl", "cylinders", 0.0, 2147483648.0, 384.0, "from this many cylinders on, the seek curve is linear"),
     t("seek_sqrt_a_ns", "ns", 0.0, 1e10, 3240000.0, "seek(d) = a + b*sqrt(d) below seek_linear_cyl: a"),
     t("seek_sqrt_b_ns", "ns", 0.0, 1e9, 400000.0, "seek(d) = a + b*sqrt(d) below seek_linear_cyl: b"),
@@ -515,7 +545,7 @@ const fn concat<const N: usize, const M: usize, const K: usize>(a: [Tunable; N],
     out
 }
 
-static WPCAS_TUNABLES: [Tunable; 17] = concat(AS_TUNABLES, WPCAS_OWN);
+static WPCAS_TUNABLES: [Tunable; 18] = concat(AS_TUNABLES, WPCAS_OWN);
 
 pub const AS_INFO: SchedulerInfo = SchedulerInfo {
     name: "kernel:anticipatory",

@@ -26,6 +26,11 @@ fn declared_tunables_are_the_modules_files_and_defaults() {
         assert_eq!(writable, declared, "{module}");
         for t in info.tunables {
             let shown: f64 = inst.show(t.name).unwrap().trim().parse().unwrap();
+            if t.name == SEEK_FROM_DISK {
+                // the simulator's 0: the disk's curve; the module's own: the HP 97560's
+                assert_eq!((t.default, shown), (0.0, 1368.0), "{module} {}", t.name);
+                continue;
+            }
             assert_eq!(shown, t.default, "{module} {}", t.name);
         }
     }
@@ -246,4 +251,54 @@ fn wpcas_ste_decides_exactly_with_large_in_range_gains() {
     e2.insert(&rq(1, 2, 2_000_000, false, false), ms(1));
     e2.completed(a.id, ms(5));
     assert_eq!(take(&mut e2, ms(5)).map(|r| r.pid), Some(2), "Δ < 0 on the HP 97560's curve: B is served");
+}
+
+// ---- defaults equal in both homes (issue 23) ----
+
+/// merge_by_class 0 (the default, 2.6.20's as_merge): a read bio looks
+/// for its front merge in the async tree, so a queued read is never its
+/// candidate; a sync write bio may join an async write (no allow_merge in
+/// 2.6.20's AS). With 1: the read finds the read, the classes stay apart.
+#[test]
+fn merge_by_class_switches_the_lookup_and_allow_merge() {
+    for by_class in [false, true] {
+        let mut e = Instance::new("anticipatory", 1).unwrap();
+        e.store("merge_by_class", if by_class { "1" } else { "0" }).unwrap();
+        e.insert(&rq(0, 1, 100, false, true), ms(0));
+        e.insert(&rq(1, 2, 500, true, false), ms(0));
+        let read_bio = Request { sector: 92, ..rq(9, 3, 0, false, true) };
+        assert_eq!(e.front_merge(&read_bio).map(|r| r.id), by_class.then_some(0), "by class: {by_class}");
+        let sync_write_bio = rq(9, 3, 508, true, true);
+        assert_eq!(e.allow_merge(1, &sync_write_bio), !by_class, "by class: {by_class}");
+    }
+}
+
+/// kernel:wpcas takes the drive's seek curve by default (seek_cyl_sectors
+/// 0), as `iolab kernel compare` writes it into the guest; a curve given
+/// explicitly is written as given.
+#[test]
+fn kernel_wpcas_takes_the_drives_seek_curve_by_default() {
+    use crate::cost::{ModuleSeekCurve, PositionCost};
+    struct Curve;
+    impl PositionCost for Curve {
+        fn seek_ns(&self, _: u64, _: u64) -> u64 {
+            0
+        }
+        fn mean_rotation_ns(&self) -> u64 {
+            0
+        }
+        fn module_seek(&self) -> Option<ModuleSeekCurve> {
+            Some(ModuleSeekCurve { cyl_sectors: 999, linear_cyl: 7, sqrt_a_ns: 1, sqrt_b_ns: 2, lin_a_ns: 3, lin_b_ps: 4 })
+        }
+    }
+    let ctx = SchedContext::new(Arc::new(Curve));
+    let v = resolve_tunables(&WPCAS_INFO, &BTreeMap::new(), "s").unwrap();
+    assert_eq!(v.get("seek_cyl_sectors"), 0.0);
+    let e = KernelElevator::new("kernel:wpcas", "wpcas", &v, &ctx);
+    let shown = |k: &str| e.instance().show(k).unwrap().trim().to_string();
+    assert_eq!((shown("seek_cyl_sectors"), shown("seek_linear_cyl"), shown("seek_lin_b_ps")), ("999".into(), "7".into(), "4".into()));
+    let v = resolve_tunables(&WPCAS_INFO, &given(&[("seek_cyl_sectors", 5000.0)]), "s").unwrap();
+    let e = KernelElevator::new("kernel:wpcas", "wpcas", &v, &ctx);
+    assert_eq!(e.instance().show("seek_cyl_sectors").unwrap().trim(), "5000");
+    assert_eq!(e.instance().show("seek_linear_cyl").unwrap().trim(), "384", "the module's own default");
 }
