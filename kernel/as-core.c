@@ -6,9 +6,8 @@
  * during a sync batch the core may hold the device idle, waiting for the
  * process whose request just completed, as the policy decides.
  *
- * Mirrors iolab's simulator (crates/iolab-sim/src/sched/anticipatory/:
- * core.rs, batch.rs, wait.rs, choose.rs); docs/kernel.md lists where the
- * module differs and why.
+ * Each function names the 2.6.20 function it follows; iolab's
+ * docs/kernel.md lists where the module differs from 2.6.20 and why.
  *
  * blk-mq adaptation:
  *  - The anticipation timer is an hrtimer; its callback runs in hardirq
@@ -51,7 +50,7 @@
 #define AS_MAXBACK		(1024ULL * 1024)
 #define AS_BACK_PENALTY		2
 
-/* Defaults in ms: 2.6.20 at HZ=1000 (ELEVATORS.md 1.1). */
+/* Defaults in ms: 2.6.20's (default_read_expire ...) at HZ=1000. */
 #define AS_READ_EXPIRE_MS	125	/* HZ / 8 */
 #define AS_WRITE_EXPIRE_MS	250	/* HZ / 4 */
 #define AS_READ_BATCH_MS	500	/* HZ / 2 */
@@ -84,7 +83,7 @@ static inline struct as_data *as_queue_data(struct request_queue *q)
 	return q->elevator->elevator_data;
 }
 
-/* ---- request choice (choose.rs) ---- */
+/* ---- request choice (as_choose_req, as_find_next_rq) ---- */
 
 /* Cost of going from @last to @s; false if @s wraps. */
 static bool as_cost(sector_t last, sector_t s, u64 *cost)
@@ -195,7 +194,7 @@ static bool as_fifo_expired(struct as_data *ad, int dir)
 	return rq && ad->now > rq->fifo_time;
 }
 
-/* ---- break decisions (policy.rs) ---- */
+/* ---- break decisions (as_can_break_anticipation) ---- */
 
 /*
  * as_can_break_anticipation: steps 1 and 2 here, the rest in the policy.
@@ -233,7 +232,7 @@ static void as_set_target(struct as_data *ad, struct as_proc *proc)
 	ad->target = proc;
 }
 
-/* ---- dispatch (core.rs) ---- */
+/* ---- dispatch (as_dispatch_request, as_move_to_dispatch) ---- */
 
 /*
  * as_move_to_dispatch: the request leaves the scheduler. A sync request's
@@ -314,8 +313,8 @@ static struct request *as_dispatch(struct as_data *ad)
 	int dir;
 
 	/*
-	 * The device takes no more: the simulator would not ask now, and AS
-	 * decides when it does (see the top of this file).
+	 * The device takes no more: 2.6.20's driver would not ask now, and
+	 * AS decides when it does (see the top of this file).
 	 */
 	if (ad->nr_dispatched >= ad->device_depth)
 		return NULL;

@@ -107,6 +107,12 @@ void *kmalloc(size_t size, gfp_t gfp)
 	return malloc(size ? size : 1);
 }
 
+void *kcalloc(size_t n, size_t size, gfp_t gfp)
+{
+	(void)gfp;
+	return calloc(n ? n : 1, size ? size : 1);
+}
+
 void kfree(const void *p)
 {
 	free((void *)p);

@@ -164,6 +164,7 @@ typedef struct {
 
 void *kzalloc(size_t size, gfp_t gfp);
 void *kmalloc(size_t size, gfp_t gfp);
+void *kcalloc(size_t n, size_t size, gfp_t gfp);
 void kfree(const void *p);
 #define kzalloc_node(s, g, n)	((void)(n), kzalloc(s, g))
 #define kmalloc_node(s, g, n)	((void)(n), kmalloc(s, g))
