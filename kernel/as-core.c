@@ -750,6 +750,53 @@ void as_exit_icq(struct io_cq *icq)
 	as_proc_put(ad, proc);
 }
 
+/* ---- scheduler tags ---- */
+
+/*
+ * Async requests may take at most three quarters of the scheduler tags,
+ * and never the last one. 2.6.20's as_may_queue let the process AS waits
+ * for allocate a request whatever the limit (ELV_MQUEUE_MUST); blk-mq's
+ * limit_depth can only restrict. Without a limit, write-back takes every
+ * tag (2 on a device of depth 1: nr_requests is 2 * min(depth, 128)), and
+ * the reader AS waits for blocks in tag allocation until the wait times
+ * out and a write is dispatched: every anticipation fails. As Kyber
+ * (kyber_limit_depth, KYBER_ASYNC_PERCENT) and BFQ (bfq_limit_depth) do,
+ * sync requests are not limited.
+ */
+void as_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
+{
+	struct as_data *ad = data->q->elevator->elevator_data;
+
+	if (!op_is_sync(opf))
+		data->shallow_depth = READ_ONCE(ad->async_word_depth);
+}
+
+/*
+ * The limit as sbitmap applies it: shallow_depth is a number of bits per
+ * word of the tag bitmap (1 << sb.shift bits, fewer in a shorter bitmap).
+ * A bitmap of one-bit words (4 to 7 tags) cannot be limited this way.
+ * Called with the queue frozen when nr_requests changes.
+ */
+void as_depth_updated(struct blk_mq_hw_ctx *hctx)
+{
+	struct request_queue *q = hctx->queue;
+	struct as_data *ad = q->elevator->elevator_data;
+	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
+	u32 nr = max_t(u32, q->nr_requests, 1);
+	u32 word = min_t(u32, 1U << bt->sb.shift, nr);
+	u32 async = clamp_t(u32, nr * 3 / 4, 1, max_t(u32, nr - 1, 1));
+
+	WRITE_ONCE(ad->async_depth, async);
+	WRITE_ONCE(ad->async_word_depth, max_t(u32, async * word / nr, 1));
+	sbitmap_queue_min_shallow_depth(bt, ad->async_word_depth);
+}
+
+int as_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
+{
+	as_depth_updated(hctx);
+	return 0;
+}
+
 /* ---- setup ---- */
 
 /* Requests the device holds at once: its driver tags. */

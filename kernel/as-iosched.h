@@ -200,6 +200,9 @@ struct as_data {
 	u32 nr_queued;
 	/* the device takes this many requests at once (tag depth) */
 	u32 device_depth;
+	/* scheduler tags an async request may take, in all and per word */
+	u32 async_depth;
+	u32 async_word_depth;
 	/* dispatch could make progress: read locklessly by has_work */
 	bool ready;
 
@@ -266,6 +269,9 @@ struct request *as_dispatch_request(struct blk_mq_hw_ctx *hctx);
 bool as_has_work(struct blk_mq_hw_ctx *hctx);
 void as_completed_request(struct request *rq, u64 now);
 void as_requeue_request(struct request *rq);
+void as_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data);
+void as_depth_updated(struct blk_mq_hw_ctx *hctx);
+int as_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx);
 
 #define AS_MQ_OPS {						\
 	.init_sched		= as_init_sched,		\
@@ -283,6 +289,9 @@ void as_requeue_request(struct request *rq);
 	.has_work		= as_has_work,			\
 	.completed_request	= as_completed_request,		\
 	.requeue_request	= as_requeue_request,		\
+	.limit_depth		= as_limit_depth,		\
+	.depth_updated		= as_depth_updated,		\
+	.init_hctx		= as_init_hctx,			\
 	.next_request		= elv_rb_latter_request,	\
 	.former_request		= elv_rb_former_request,	\
 }

@@ -153,7 +153,7 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 	struct as_data *ad = as_elv_data(e);
 	struct as_antic_stats s;
 	u64 ins, dis, com, req, mer, exi;
-	u32 queued, in_flight;
+	u32 queued, in_flight, async_depth;
 
 	spin_lock_irq(&ad->lock);
 	as_snapshot(ad, &s);
@@ -165,6 +165,7 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 	exi = ad->antic_exited;
 	queued = ad->nr_queued;
 	in_flight = ad->nr_dispatched;
+	async_depth = READ_ONCE(ad->async_depth);
 	spin_unlock_irq(&ad->lock);
 	return sysfs_emit(page,
 			  "antic_started %llu\nantic_succeeded %llu\n"
@@ -172,10 +173,11 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 			  "antic_failure_wait_ns %llu\nantic_target_exited %llu\n"
 			  "inserted %llu\n"
 			  "dispatched %llu\ncompleted %llu\nrequeued %llu\n"
-			  "merged %llu\nqueued %u\nin_flight %u\n",
+			  "merged %llu\nqueued %u\nin_flight %u\n"
+			  "async_depth %u\n",
 			  s.started, s.succeeded, s.failed, s.success_wait_ns,
 			  s.failure_wait_ns, exi, ins, dis, com, req, mer, queued,
-			  in_flight);
+			  in_flight, async_depth);
 }
 
 #define AS_ATTR(name) \

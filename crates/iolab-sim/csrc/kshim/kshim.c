@@ -23,6 +23,7 @@ struct kshim_instance {
 	struct request_queue q;
 	struct blk_mq_tag_set set;
 	struct blk_mq_hw_ctx hctx;
+	struct blk_mq_tags sched_tags;
 	/* the simulated time of the hook being run */
 	u64 now;
 	/* the process whose request is being prepared */
@@ -845,6 +846,52 @@ void blk_queue_flag_clear(unsigned int flag, struct request_queue *q)
 	q->queue_flags &= ~(1UL << flag);
 }
 
+/* sbitmap_calculate_shift (include/linux/sbitmap.h) for nr_requests. */
+static void size_sched_tags(struct kshim_instance *k)
+{
+	unsigned int depth = k->q.nr_requests, shift = 6;
+
+	if (depth >= 4)
+		while ((4U << shift) > depth)
+			shift--;
+	k->sched_tags.nr_tags = depth;
+	k->sched_tags.bitmap_tags.sb.depth = depth;
+	k->sched_tags.bitmap_tags.sb.shift = shift;
+}
+
+void kshim_set_nr_requests(struct kshim_instance *k, uint32_t nr)
+{
+	struct elevator_type *e = k->type;
+
+	enter(k, k->now);
+	k->q.nr_requests = max_t(u32, nr, 1);
+	size_sched_tags(k);
+	if (e->ops.depth_updated)
+		e->ops.depth_updated(&k->hctx);
+}
+
+uint32_t kshim_tags_for(struct kshim_instance *k, int write, int sync)
+{
+	struct elevator_type *e = k->type;
+	struct sbitmap *sb = &k->sched_tags.bitmap_tags.sb;
+	struct blk_mq_alloc_data data = { .q = &k->q, .hctx = &k->hctx };
+	blk_opf_t opf = (write ? REQ_OP_WRITE : REQ_OP_READ) |
+			(sync ? REQ_SYNC : 0);
+	unsigned int left = sb->depth, n = 0;
+
+	enter(k, k->now);
+	data.cmd_flags = opf;
+	if (e->ops.limit_depth)
+		e->ops.limit_depth(opf, &data);
+	while (left) {
+		unsigned int word = min(left, 1U << sb->shift);
+
+		n += data.shallow_depth ? min(word, data.shallow_depth) : word;
+		left -= word;
+	}
+	return n;
+}
+
 struct kshim_instance *kshim_create(const char *name, uint32_t queue_depth,
 				    uint64_t now)
 {
@@ -867,6 +914,8 @@ struct kshim_instance *kshim_create(const char *name, uint32_t queue_depth,
 	k->q.nr_hw_queues = 1;
 	/* blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ) */
 	k->q.nr_requests = 2 * min_t(u32, k->set.queue_depth, 128);
+	size_sched_tags(k);
+	k->hctx.sched_tags = &k->sched_tags;
 	k->q.node = NUMA_NO_NODE;
 	k->q.kshim = k;
 	k->hctx.queue = &k->q;

@@ -570,9 +570,32 @@ struct request_queue {
 	struct kshim_instance *kshim;
 };
 
+/* lib/sbitmap.c: words of 1 << shift bits; shallow_depth is per word */
+struct sbitmap {
+	unsigned int depth;
+	unsigned int shift;
+};
+
+struct sbitmap_queue {
+	struct sbitmap sb;
+	unsigned int min_shallow_depth;
+};
+
+struct blk_mq_tags {
+	unsigned int nr_tags;
+	struct sbitmap_queue bitmap_tags;
+};
+
+static inline void sbitmap_queue_min_shallow_depth(struct sbitmap_queue *sbq,
+						   unsigned int d)
+{
+	sbq->min_shallow_depth = d;
+}
+
 struct blk_mq_hw_ctx {
 	struct request_queue *queue;
 	void *sched_data;
+	struct blk_mq_tags *sched_tags;
 };
 
 struct blk_mq_alloc_data {

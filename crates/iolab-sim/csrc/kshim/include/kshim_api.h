@@ -96,6 +96,15 @@ void kshim_merged_requests(struct kshim_instance *k,
 			   const struct kshim_rq *merged, uint32_t next_id,
 			   uint64_t now);
 
+/*
+ * Scheduler tags: set nr_requests (blk_mq_update_nr_requests: the bitmap
+ * is sized again and depth_updated runs), and ask how many tags a request
+ * of this kind could hold at once after the elevator's limit_depth (the
+ * sum over the bitmap's words of min(word, shallow_depth)).
+ */
+void kshim_set_nr_requests(struct kshim_instance *k, uint32_t nr);
+uint32_t kshim_tags_for(struct kshim_instance *k, int write, int sync);
+
 /* Test harness: blk-mq's insert merge (elv_attempt_insert_merge) on. */
 void kshim_set_insert_merges(struct kshim_instance *k, int on);
 /* Requests inserted and then merged away on insert. */

@@ -50,6 +50,8 @@ extern "C" {
     pub fn kshim_latter(k: *mut Instance, id: u32, out: *mut KRq) -> c_int;
     pub fn kshim_merged(k: *mut Instance, grown: *const KRq, front: c_int);
     pub fn kshim_merged_requests(k: *mut Instance, merged: *const KRq, next_id: u32, now: u64);
+    pub fn kshim_set_nr_requests(k: *mut Instance, nr: u32);
+    pub fn kshim_tags_for(k: *mut Instance, write: c_int, sync: c_int) -> u32;
     pub fn kshim_set_insert_merges(k: *mut Instance, on: c_int);
     pub fn kshim_insert_merged(k: *mut Instance) -> u64;
     pub fn kshim_warnings(k: *mut Instance, first: *mut c_char, len: usize) -> u64;

@@ -208,6 +208,20 @@ impl Instance {
         unsafe { ffi::kshim_queued(self.p()) as usize }
     }
 
+    /// `nr_requests` (blk_mq_update_nr_requests: the module's
+    /// depth_updated runs), for the tests of its limit_depth.
+    pub fn set_nr_requests(&mut self, nr: u32) {
+        // SAFETY: a live instance.
+        unsafe { ffi::kshim_set_nr_requests(self.p(), nr) }
+    }
+
+    /// How many scheduler tags requests of this kind could hold at once
+    /// after the module's limit_depth (all of them without one).
+    pub fn tags_for(&self, write: bool, sync: bool) -> u32 {
+        // SAFETY: a live instance.
+        unsafe { ffi::kshim_tags_for(self.p(), write as i32, sync as i32) }
+    }
+
     /// blk-mq's insert merge (elv_attempt_insert_merge), for the tests of
     /// a module's insert path; the simulator's block layer merges bios
     /// before a request is made, as 2.6.20 did.

@@ -302,3 +302,25 @@ fn kernel_wpcas_takes_the_drives_seek_curve_by_default() {
     assert_eq!(e.instance().show("seek_cyl_sectors").unwrap().trim(), "5000");
     assert_eq!(e.instance().show("seek_linear_cyl").unwrap().trim(), "384", "the module's own default");
 }
+
+/// blk-mq gives a queue nr_requests = 2 * min(depth, 128) scheduler tags:
+/// 2 on a device of depth 1. Without limit_depth write-back could take
+/// both, and the reader AS waits for then blocks in tag allocation until
+/// the wait times out (2.6.20's as_may_queue let it allocate regardless;
+/// blk-mq cannot). Async requests get at most 3/4 of the tags and never the
+/// last; sync requests all of them.
+#[test]
+fn async_requests_leave_a_scheduler_tag_for_sync_ones() {
+    for module in ["anticipatory", "wpcas"] {
+        let mut e = Instance::new(module, 1).unwrap();
+        assert_eq!((e.tags_for(true, false), e.tags_for(true, true), e.tags_for(false, false)), (1, 2, 2), "{module}: 2 tags");
+        assert!(e.show("stats").unwrap().contains("async_depth 1\n"));
+        e.set_nr_requests(64);
+        assert_eq!((e.tags_for(true, false), e.tags_for(false, true)), (48, 64), "{module}: 64 tags (words of 16)");
+        e.set_nr_requests(256);
+        assert_eq!(e.tags_for(true, false), 192);
+        // one-bit words (4 to 7 tags): sbitmap's shallow depth cannot limit
+        e.set_nr_requests(6);
+        assert_eq!(e.tags_for(true, false), 6);
+    }
+}
