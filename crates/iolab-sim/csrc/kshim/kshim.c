@@ -770,6 +770,7 @@ static void exit_icq(struct kshim_instance *k, struct kshim_proc *p)
 /* ---- elevators ---- */
 
 static struct elevator_type *registered;
+const char *kshim_current_module;
 
 int elv_register(struct elevator_type *e)
 {
@@ -780,6 +781,7 @@ int elv_register(struct elevator_type *e)
 			return -EBUSY;
 	if (!e->ops.insert_requests || !e->ops.dispatch_request)
 		return -EINVAL;
+	e->kshim_module = kshim_current_module;
 	e->kshim_next = registered;
 	registered = e;
 	return 0;
@@ -818,6 +820,13 @@ const char *kshim_elevator_alias(unsigned int i)
 	struct elevator_type *t = elevator_at(i);
 
 	return t ? t->elevator_alias : NULL;
+}
+
+const char *kshim_elevator_module(unsigned int i)
+{
+	struct elevator_type *t = elevator_at(i);
+
+	return t ? t->kshim_module : NULL;
 }
 
 struct elevator_queue *elevator_alloc(struct request_queue *q,
@@ -1180,6 +1189,11 @@ void kshim_exit_process(struct kshim_instance *k, uint32_t pid, uint64_t now)
 	enter(k, now);
 	if (pid < k->nr_procs && k->procs[pid])
 		exit_icq(k, k->procs[pid]);
+}
+
+int kshim_merges(struct kshim_instance *k)
+{
+	return k->type->ops.bio_merge != NULL;
 }
 
 uint64_t kshim_queued(struct kshim_instance *k)

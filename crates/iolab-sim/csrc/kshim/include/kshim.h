@@ -535,6 +535,8 @@ struct elevator_type {
 	struct module *elevator_owner;
 	/* the next registered type (elv_register) */
 	struct elevator_type *kshim_next;
+	/* the module that registered it */
+	const char *kshim_module;
 };
 
 struct kobject {
