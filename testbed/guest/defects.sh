@@ -7,7 +7,7 @@ secs=${2:-10}
 mkdir -p /share/fio
 watchdogs_on
 load virtio_blk queue_depth=1 num_request_queues=1
-load /share/as-iosched.ko || fail "insmod as-iosched.ko"
+load_ours
 case $phases in *" depth "*) depth_check vda "$secs" | tee /share/depth.txt ;; esac
 case $phases in *" dontprep "*) dontprep_check "$secs" | tee /share/dontprep.txt ;; esac
 check_dmesg

@@ -50,6 +50,17 @@ load() {
     esac
 }
 
+# Every module of kernel/ the host put into /share: as-iosched.ko, and a
+# researcher's NAME-iosched.ko (iolab elevator new NAME).
+load_ours() {
+    local ko ret=0
+    for ko in /share/*.ko; do
+        [ -e "$ko" ] || continue
+        load "$ko" || { fail "insmod $(basename "$ko")"; ret=1; }
+    done
+    return $ret
+}
+
 sched_of() { sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$1/queue/scheduler"; }
 
 # Switch DEV to SCHED, then raise nr_requests (a switch resets it, and

@@ -15,11 +15,11 @@ ours() { [ "$1" = anticipatory ] || [ "$1" = wpcas ]; }
 mkdir -p /share/fio
 watchdogs_on
 
-log "kernel $(uname -r); loading virtio_blk (one request at a time), bfq, kyber, as-iosched"
+log "kernel $(uname -r); loading virtio_blk (one request at a time), bfq, kyber, kernel/'s modules"
 load virtio_blk queue_depth=1 num_request_queues=1
 load bfq
 load kyber-iosched
-load /share/as-iosched.ko || fail "insmod as-iosched.ko"
+load_ours
 avail=$(cat /sys/block/$dev/queue/scheduler)
 [ -n "${MONITOR:-}" ] && monitor_start $dev "$MONITOR"
 log "schedulers: $avail"
@@ -28,7 +28,8 @@ for s in $ELEVATORS; do
 done
 
 # ---- 1. every elevator: a short mixed run, counters at rest ----
-phase round && for s in $ELEVATORS; do
+# Every one offered: kernel/'s sstf and a scaffolded elevator too.
+phase round && for s in $(echo "$avail" | tr -d '[]'); do
     set_sched $dev "$s" || continue
     fio --output-format=json --output="/share/fio/round-$s.json" \
         --filename=/dev/$dev --runtime="$per" --time_based --group_reporting=0 \
