@@ -775,14 +775,17 @@ void as_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
  * The limit as sbitmap applies it: shallow_depth is a number of bits per
  * word of the tag bitmap (1 << sb.shift bits, fewer in a shorter bitmap).
  * A bitmap of one-bit words (4 to 7 tags) cannot be limited this way.
- * Called with the queue frozen when nr_requests changes.
+ * Called with the queue frozen when nr_requests changes, after the bitmap
+ * is resized but before q->nr_requests is (blk_mq_update_nr_requests): the
+ * bitmap's depth is the new number of tags, as Kyber's and BFQ's
+ * depth_updated read it.
  */
 void as_depth_updated(struct blk_mq_hw_ctx *hctx)
 {
 	struct request_queue *q = hctx->queue;
 	struct as_data *ad = q->elevator->elevator_data;
 	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
-	u32 nr = max_t(u32, q->nr_requests, 1);
+	u32 nr = max_t(u32, bt->sb.depth, 1);
 	u32 word = min_t(u32, 1U << bt->sb.shift, nr);
 	u32 async = clamp_t(u32, nr * 3 / 4, 1, max_t(u32, nr - 1, 1));
 

@@ -239,6 +239,11 @@ depth_check() { # dev seconds
             [ $((8 * $(stat_val "$st" antic_failed))) -le "$(stat_val "$st" antic_started)" ] ||
                 fail "depth: under $s the awaited reader was kept from its tag: $(echo "$st" | tr '\n' ' ')"
             check_stats "$dev" "depth $s" rest
+            # depth_updated runs before q->nr_requests changes: the
+            # limit must follow the resized tag bitmap (48 of 64)
+            echo 64 >/sys/block/$dev/queue/nr_requests
+            [ "$(stat_val "$(stats_of "$dev")" async_depth)" = 48 ] ||
+                fail "depth: async_depth under $s at nr_requests 64 is $(stat_val "$(stats_of "$dev")" async_depth), not 48"
         fi
     done
     echo "$wbt" >/sys/block/$dev/queue/wbt_lat_usec

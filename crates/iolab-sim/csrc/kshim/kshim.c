@@ -868,15 +868,22 @@ static void size_sched_tags(struct kshim_instance *k)
 	k->sched_tags.bitmap_tags.sb.shift = shift;
 }
 
+/*
+ * blk_mq_update_nr_requests: the tag bitmap is resized, depth_updated runs,
+ * and only then does q->nr_requests take the new value.
+ */
 void kshim_set_nr_requests(struct kshim_instance *k, uint32_t nr)
 {
 	struct elevator_type *e = k->type;
+	unsigned int old = k->q.nr_requests;
 
 	enter(k, k->now);
 	k->q.nr_requests = max_t(u32, nr, 1);
 	size_sched_tags(k);
+	k->q.nr_requests = old;
 	if (e->ops.depth_updated)
 		e->ops.depth_updated(&k->hctx);
+	k->q.nr_requests = max_t(u32, nr, 1);
 }
 
 uint32_t kshim_tags_for(struct kshim_instance *k, int write, int sync)
