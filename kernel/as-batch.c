@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Read (sync) and write (async) batches of AS (ELEVATORS.md 1.6): which
+ * Read (sync) and write (async) batches of AS (2.6.20's as_batch_expired,
+ * as_dispatch_request's choice of direction, update_write_batch): which
  * direction is served, when its batch expires, and the write-batch size
- * that update_write_batch tunes. Times are ns (2.6.20: jiffies). Mirrors
- * iolab's crates/iolab-sim/src/sched/anticipatory/batch.rs.
+ * that update_write_batch tunes. Times are ns (2.6.20: jiffies).
  *
  * Copyright (C) 2026 the iolab authors
  */

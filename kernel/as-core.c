@@ -6,9 +6,8 @@
  * during a sync batch the core may hold the device idle, waiting for the
  * process whose request just completed, as the policy decides.
  *
- * Mirrors iolab's simulator (crates/iolab-sim/src/sched/anticipatory/:
- * core.rs, batch.rs, wait.rs, choose.rs); docs/kernel.md lists where the
- * module differs and why.
+ * Each function names the 2.6.20 function it follows; iolab's
+ * docs/kernel.md lists where the module differs from 2.6.20 and why.
  *
  * blk-mq adaptation:
  *  - The anticipation timer is an hrtimer; its callback runs in hardirq
@@ -51,7 +50,7 @@
 #define AS_MAXBACK		(1024ULL * 1024)
 #define AS_BACK_PENALTY		2
 
-/* Defaults in ms: 2.6.20 at HZ=1000 (ELEVATORS.md 1.1). */
+/* Defaults in ms: 2.6.20's (default_read_expire ...) at HZ=1000. */
 #define AS_READ_EXPIRE_MS	125	/* HZ / 8 */
 #define AS_WRITE_EXPIRE_MS	250	/* HZ / 4 */
 #define AS_READ_BATCH_MS	500	/* HZ / 2 */
@@ -84,7 +83,7 @@ static inline struct as_data *as_queue_data(struct request_queue *q)
 	return q->elevator->elevator_data;
 }
 
-/* ---- request choice (choose.rs) ---- */
+/* ---- request choice (as_choose_req, as_find_next_rq) ---- */
 
 /* Cost of going from @last to @s; false if @s wraps. */
 static bool as_cost(sector_t last, sector_t s, u64 *cost)
@@ -195,7 +194,7 @@ static bool as_fifo_expired(struct as_data *ad, int dir)
 	return rq && ad->now > rq->fifo_time;
 }
 
-/* ---- break decisions (policy.rs) ---- */
+/* ---- break decisions (as_can_break_anticipation) ---- */
 
 /*
  * as_can_break_anticipation: steps 1 and 2 here, the rest in the policy.
@@ -233,7 +232,7 @@ static void as_set_target(struct as_data *ad, struct as_proc *proc)
 	ad->target = proc;
 }
 
-/* ---- dispatch (core.rs) ---- */
+/* ---- dispatch (as_dispatch_request, as_move_to_dispatch) ---- */
 
 /*
  * as_move_to_dispatch: the request leaves the scheduler. A sync request's
@@ -314,8 +313,8 @@ static struct request *as_dispatch(struct as_data *ad)
 	int dir;
 
 	/*
-	 * The device takes no more: the simulator would not ask now, and AS
-	 * decides when it does (see the top of this file).
+	 * The device takes no more: 2.6.20's driver would not ask now, and
+	 * AS decides when it does (see the top of this file).
 	 */
 	if (ad->nr_dispatched >= ad->device_depth)
 		return NULL;
@@ -612,13 +611,22 @@ void as_finish_request(struct request *rq)
 }
 
 /*
- * Keep AS's two directions apart: a sync bio only joins a sync request,
- * an async one an async request.
+ * 2.6.20's AS had no elevator_allow_merge_fn: elv_rq_merge_ok checked the
+ * data direction only, so a sync (O_DIRECT) write bio could join an async
+ * (write-back) request and the other way round; the request keeps its
+ * class. That is the default. merge_by_class = 1 keeps AS's two directions
+ * apart, as CFQ's cfq_allow_merge kept a sync bio out of an async request.
+ * Request-to-request merges (attempt_merge after a bio merge) stay within
+ * a class either way: the neighbours are elv_rb_former_request and
+ * elv_rb_latter_request in the request's own tree.
  */
 bool as_allow_merge(struct request_queue *q, struct request *rq,
 		    struct bio *bio)
 {
-	return op_is_sync(rq->cmd_flags) == op_is_sync(bio->bi_opf);
+	struct as_data *ad = as_queue_data(q);
+
+	return !READ_ONCE(ad->merge_by_class) ||
+	       op_is_sync(rq->cmd_flags) == op_is_sync(bio->bi_opf);
 }
 
 bool as_bio_merge(struct request_queue *q, struct bio *bio,
@@ -639,12 +647,29 @@ bool as_bio_merge(struct request_queue *q, struct bio *bio,
 	return merged;
 }
 
+/*
+ * The tree a front-merge candidate for @bio is looked up in. 2.6.20's
+ * as_merge searched sort_list[bio_data_dir(bio)] of trees indexed by
+ * REQ_SYNC (1) and REQ_ASYNC (0): a read bio searched the async tree and a
+ * write bio the sync one, so only a write bio took a front merge there.
+ * That is the default, so that the module decides as 2.6.20 does;
+ * merge_by_class = 1 searches the bio's own class, as an elevator written
+ * for 6.1 would (mq-deadline's dd_request_merge searches the tree of the
+ * bio's own data direction).
+ */
+static int as_front_merge_dir(struct as_data *ad, struct bio *bio)
+{
+	if (READ_ONCE(ad->merge_by_class))
+		return op_is_sync(bio->bi_opf) ? AS_SYNC : AS_ASYNC;
+	return bio_data_dir(bio) == READ ? AS_ASYNC : AS_SYNC;
+}
+
 /* A front merge candidate: a queued request starting where @bio ends. */
 int as_request_merge(struct request_queue *q, struct request **rq,
 		     struct bio *bio)
 {
 	struct as_data *ad = as_queue_data(q);
-	int dir = op_is_sync(bio->bi_opf) ? AS_SYNC : AS_ASYNC;
+	int dir = as_front_merge_dir(ad, bio);
 	struct request *cand;
 
 	cand = elv_rb_find(&ad->sort_list[dir], bio_end_sector(bio));
@@ -723,6 +748,56 @@ void as_exit_icq(struct io_cq *icq)
 		proc->aic.running = false;
 	spin_unlock_irqrestore(&ad->lock, flags);
 	as_proc_put(ad, proc);
+}
+
+/* ---- scheduler tags ---- */
+
+/*
+ * Async requests may take at most three quarters of the scheduler tags,
+ * and never the last one. 2.6.20's as_may_queue let the process AS waits
+ * for allocate a request whatever the limit (ELV_MQUEUE_MUST); blk-mq's
+ * limit_depth can only restrict. Without a limit, write-back takes every
+ * tag (2 on a device of depth 1: nr_requests is 2 * min(depth, 128)), and
+ * the reader AS waits for blocks in tag allocation until the wait times
+ * out and a write is dispatched: every anticipation fails. As Kyber
+ * (kyber_limit_depth, KYBER_ASYNC_PERCENT) and BFQ (bfq_limit_depth) do,
+ * sync requests are not limited.
+ */
+void as_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
+{
+	struct as_data *ad = data->q->elevator->elevator_data;
+
+	if (!op_is_sync(opf))
+		data->shallow_depth = READ_ONCE(ad->async_word_depth);
+}
+
+/*
+ * The limit as sbitmap applies it: shallow_depth is a number of bits per
+ * word of the tag bitmap (1 << sb.shift bits, fewer in a shorter bitmap).
+ * A bitmap of one-bit words (4 to 7 tags) cannot be limited this way.
+ * Called with the queue frozen when nr_requests changes, after the bitmap
+ * is resized but before q->nr_requests is (blk_mq_update_nr_requests): the
+ * bitmap's depth is the new number of tags, as Kyber's and BFQ's
+ * depth_updated read it.
+ */
+void as_depth_updated(struct blk_mq_hw_ctx *hctx)
+{
+	struct request_queue *q = hctx->queue;
+	struct as_data *ad = q->elevator->elevator_data;
+	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
+	u32 nr = max_t(u32, bt->sb.depth, 1);
+	u32 word = min_t(u32, 1U << bt->sb.shift, nr);
+	u32 async = clamp_t(u32, nr * 3 / 4, 1, max_t(u32, nr - 1, 1));
+
+	WRITE_ONCE(ad->async_depth, async);
+	WRITE_ONCE(ad->async_word_depth, max_t(u32, async * word / nr, 1));
+	sbitmap_queue_min_shallow_depth(bt, ad->async_word_depth);
+}
+
+int as_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
+{
+	as_depth_updated(hctx);
+	return 0;
 }
 
 /* ---- setup ---- */

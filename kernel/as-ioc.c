@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Per-process I/O history of AS (2.6.20 struct as_io_context) and the
- * queue-wide priors, with their fixed-point decay. Mirrors iolab's
- * crates/iolab-sim/src/sched/anticipatory/io_context.rs.
+ * queue-wide priors (struct as_data's new_ttime_*, new_seek_*,
+ * exit_prob, exit_no_coop), with their fixed-point decay.
  *
  * Copyright (C) 2026 the iolab authors
  */

@@ -8,9 +8,8 @@
  * OFF / WAIT_REQ / WAIT_NEXT / FINISHED state machine with its hrtimer and
  * the Table 1 accounting of the WPCAS paper. A policy makes two decisions:
  * whether to stop (or not start) waiting for the process whose request just
- * completed, and for how long to wait. This mirrors iolab's simulator
- * (crates/iolab-sim/src/sched/anticipatory/) rule for rule; each function
- * names the simulator function and the 2.6.20 function it follows.
+ * completed, and for how long to wait. Each function names the 2.6.20
+ * function it follows (block/as-iosched.c of Linux 2.6.20).
  *
  * Copyright (C) 2026 the iolab authors
  */
@@ -35,8 +34,7 @@ enum { AS_SYNC = 0, AS_ASYNC = 1 };
  * close window of as_close_req (ms compared with antic_expire in ticks),
  * and the first write batch (write_batch_expire in ticks / 10). The module
  * counts them in 1 ms ticks, as 2.6.20 at HZ=1000 (the WPCAS paper's 6 ms
- * antic_expire is HZ/150 there) and as the simulator (hz.rs, PAPER_HZ),
- * whatever the kernel's own HZ. Every other time is kept in ns.
+ * antic_expire is HZ/150 there), whatever the kernel's own HZ. Every other time is kept in ns.
  */
 #define AS_TICK_NS		NSEC_PER_MSEC
 /* MAX_THINKTIME = HZ/50 (as-iosched.c, 2.6.20): 20 ticks of 1 ms. */
@@ -53,7 +51,11 @@ enum as_antic_status {
 	ANTIC_FINISHED,		/* a candidate came or the timer fired */
 };
 
-/* Where a break decision is asked from (policy.rs, Moment). */
+/*
+ * Where a break decision is asked from: 2.6.20 asks as_can_break_anticipation
+ * both in as_dispatch_request (as_can_anticipate) and on arrival
+ * (as_update_rq).
+ */
 enum as_moment {
 	AS_AT_DISPATCH,		/* breaking means: do not start waiting */
 	AS_AT_ARRIVAL,		/* breaking ends the wait: a success */
@@ -111,7 +113,7 @@ struct as_icq {
 	bool exited;		/* exit_icq ran; ad->lock */
 };
 
-/* Queue-wide priors of struct as_data (io_context.rs, Priors). */
+/* Queue-wide priors of 2.6.20's struct as_data. */
 struct as_priors {
 	u64 new_ttime_total;
 	u64 new_ttime_mean;	/* ticks */
@@ -153,6 +155,8 @@ struct as_policy {
 	/* The core folded a sync request into the process's history. */
 	void (*on_sample)(struct as_data *ad, struct as_proc *proc,
 			  const struct as_sample *s);
+	/* the policy's own sysfs files after the core's (NULL-terminated) */
+	const struct elv_fs_entry *attrs;
 };
 
 /* An elevator type built from the core and a policy. */
@@ -161,7 +165,7 @@ struct as_elevator {
 	const struct as_policy *policy;
 };
 
-/* Read/write batches of AS (batch.rs). */
+/* Read/write batches of AS (2.6.20's batch_data_dir and friends). */
 struct as_batch {
 	int dir;			/* batch_data_dir */
 	bool changed;			/* changed_batch */
@@ -196,6 +200,9 @@ struct as_data {
 	u32 nr_queued;
 	/* the device takes this many requests at once (tag depth) */
 	u32 device_depth;
+	/* scheduler tags an async request may take, in all and per word */
+	u32 async_depth;
+	u32 async_word_depth;
 	/* dispatch could make progress: read locklessly by has_work */
 	bool ready;
 
@@ -225,6 +232,8 @@ struct as_data {
 	u64 fifo_expire[2];
 	u64 batch_expire[2];
 	u64 antic_expire;
+	/* 0: merges as 2.6.20's; 1: a bio meets its own sync class only */
+	u64 merge_by_class;
 };
 
 static inline struct as_icq *as_icq_of(struct io_cq *icq)
@@ -260,6 +269,9 @@ struct request *as_dispatch_request(struct blk_mq_hw_ctx *hctx);
 bool as_has_work(struct blk_mq_hw_ctx *hctx);
 void as_completed_request(struct request *rq, u64 now);
 void as_requeue_request(struct request *rq);
+void as_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data);
+void as_depth_updated(struct blk_mq_hw_ctx *hctx);
+int as_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx);
 
 #define AS_MQ_OPS {						\
 	.init_sched		= as_init_sched,		\
@@ -277,6 +289,9 @@ void as_requeue_request(struct request *rq);
 	.has_work		= as_has_work,			\
 	.completed_request	= as_completed_request,		\
 	.requeue_request	= as_requeue_request,		\
+	.limit_depth		= as_limit_depth,		\
+	.depth_updated		= as_depth_updated,		\
+	.init_hctx		= as_init_hctx,			\
 	.next_request		= elv_rb_latter_request,	\
 	.former_request		= elv_rb_former_request,	\
 }
@@ -351,9 +366,10 @@ bool as_thinks_too_long(struct as_data *ad);
 /* WPCAS (wpcas-policy.c). */
 extern const struct as_policy as_policy_wpcas;
 
-/* sysfs (as-sysfs.c); as_sysfs_init() runs before elv_register. */
-extern struct elv_fs_entry as_core_attrs_as[];
-extern struct elv_fs_entry as_attrs_wpcas[];
-void as_sysfs_init(void);
+/* sysfs (as-sysfs.c): the core's files and a policy's helpers. */
+struct elv_fs_entry *as_sysfs_attrs(const struct as_policy *policy);
+ssize_t as_store_u64(struct as_data *ad, u64 *field, u64 min, u64 max,
+		     u64 scale, const char *page, size_t count);
+ssize_t as_show_u64(const u64 *field, u64 scale, char *page);
 
 #endif /* _AS_IOSCHED_H */

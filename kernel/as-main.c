@@ -11,6 +11,7 @@
  * Copyright (C) 2026 the iolab authors
  */
 #include <linux/module.h>
+#include <linux/slab.h>
 
 #include "as-iosched.h"
 
@@ -19,7 +20,6 @@ static struct as_elevator as_elv_anticipatory = {
 		.ops			= AS_MQ_OPS,
 		.icq_size		= sizeof(struct as_icq),
 		.icq_align		= __alignof__(struct as_icq),
-		.elevator_attrs		= as_core_attrs_as,
 		.elevator_name		= "anticipatory",
 		.elevator_alias		= "as",
 		.elevator_owner		= THIS_MODULE,
@@ -32,31 +32,50 @@ static struct as_elevator as_elv_wpcas = {
 		.ops			= AS_MQ_OPS,
 		.icq_size		= sizeof(struct as_icq),
 		.icq_align		= __alignof__(struct as_icq),
-		.elevator_attrs		= as_attrs_wpcas,
 		.elevator_name		= "wpcas",
 		.elevator_owner		= THIS_MODULE,
 	},
 	.policy = &as_policy_wpcas,
 };
 
+static struct as_elevator *as_elevators[] = {
+	&as_elv_anticipatory,
+	&as_elv_wpcas,
+};
+
+static void as_iosched_unregister(int n)
+{
+	while (n-- > 0) {
+		elv_unregister(&as_elevators[n]->type);
+		kfree(as_elevators[n]->type.elevator_attrs);
+		as_elevators[n]->type.elevator_attrs = NULL;
+	}
+}
+
+/* Each elevator's files: the core's, then its policy's (as-sysfs.c). */
 static int __init as_iosched_init(void)
 {
-	int ret;
+	int i, ret;
 
-	as_sysfs_init();
-	ret = elv_register(&as_elv_anticipatory.type);
-	if (ret)
-		return ret;
-	ret = elv_register(&as_elv_wpcas.type);
-	if (ret)
-		elv_unregister(&as_elv_anticipatory.type);
-	return ret;
+	for (i = 0; i < ARRAY_SIZE(as_elevators); i++) {
+		struct as_elevator *ase = as_elevators[i];
+
+		ase->type.elevator_attrs = as_sysfs_attrs(ase->policy);
+		ret = ase->type.elevator_attrs ? elv_register(&ase->type) :
+						 -ENOMEM;
+		if (ret) {
+			kfree(ase->type.elevator_attrs);
+			ase->type.elevator_attrs = NULL;
+			as_iosched_unregister(i);
+			return ret;
+		}
+	}
+	return 0;
 }
 
 static void __exit as_iosched_exit(void)
 {
-	elv_unregister(&as_elv_wpcas.type);
-	elv_unregister(&as_elv_anticipatory.type);
+	as_iosched_unregister(ARRAY_SIZE(as_elevators));
 }
 
 module_init(as_iosched_init);

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Linux 2.6.20 AS's policy (ELEVATORS.md 1.5): steps 3 to 8 of
- * as_can_break_anticipation, with as_close_req, and a fixed wait of
- * antic_expire. Steps 1 and 2 are the core's. Mirrors iolab's
- * crates/iolab-sim/src/sched/anticipatory/as_policy.rs; the helpers below
- * are shared with WPCAS, which keeps these steps and replaces step 7.
+ * Linux 2.6.20 AS's policy: steps 3 to 8 of as_can_break_anticipation,
+ * with as_close_req, and a fixed wait of antic_expire (as_antic_waitnext).
+ * Steps 1 and 2 are the core's. The helpers below are shared with WPCAS,
+ * which keeps these steps and replaces step 7.
  *
  * Copyright (C) 2026 the iolab authors
  */

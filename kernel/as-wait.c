@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The anticipation state machine (OFF / WAIT_REQ / WAIT_NEXT / FINISHED,
- * ELEVATORS.md 1.3), its hrtimer, and the Table 1 accounting of the WPCAS
- * paper. Mirrors iolab's crates/iolab-sim/src/sched/anticipatory/wait.rs.
+ * The anticipation state machine (2.6.20's enum anticipation_status: OFF /
+ * WAIT_REQ / WAIT_NEXT / FINISHED; as_antic_waitreq, as_antic_waitnext,
+ * as_antic_stop, as_antic_timeout), its hrtimer, and the Table 1
+ * accounting of the WPCAS paper.
  *
  * An anticipation starts when dispatch decides to wait, succeeds when an
  * arriving request ends it (as_update_rq -> as_antic_stop) and fails when

@@ -2,9 +2,8 @@
 /*
  * WPCAS (Chen, Yao, Cai, Sun: "Improved anticipatory scheduling algorithm
  * based on workload characteristic and service time evaluation", section
- * 3): AS plus two modules, with the choices iolab's DESIGN.md fixes where
- * the paper is open. Mirrors iolab's
- * crates/iolab-sim/src/sched/anticipatory/wpcas_policy.rs.
+ * 3): AS plus two modules, with a choice of ours wherever the paper is
+ * open (each a tunable, named below), and WPCAS's sysfs files.
  *
  * Process classification (PC, section 3.1, equations 3-6): over the last
  * hist_len think times, a histogram of [0, 20) ms in 1 ms bins; the
@@ -19,10 +18,11 @@
  * S_s the request the elevator would serve instead, S_a the head plus the
  * process's mean seek distance, p_s and p_f its own anticipation success
  * and failure rates. Nothing queued: wait. Fewer than min_samples finished
- * anticipations: AS's rule; with none at all, p_s is prior_ps (the
- * paper is silent on start-up). T_seek comes from a seek curve given as
- * tunables (the simulator gives WPCAS its disk model's curve); the
- * defaults are the HP 97560 of iolab's preset, the paper's equation (2).
+ * anticipations: AS's rule (as_can_break_anticipation of 2.6.20); with
+ * none at all, p_s is prior_ps (the paper is silent on start-up). T_seek
+ * comes from a seek curve given as tunables, the two-piece curve of
+ * Ruemmler and Wilkes that the paper's equation (2) gives for the HP 97560
+ * (the defaults).
  *
  * The paper's authors hooked as_update_iohist for the think times and
  * as_antic_update_rq / as_antic_timeout for the counters (section 4.3);
@@ -33,12 +33,60 @@
 #include <linux/math64.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 
 #include "as-iosched.h"
-#include "wpcas.h"
 
 /* The paper assumes think times within [0, 20] ms (section 3.1). */
 #define WPCAS_RANGE_MS	20
+
+/* Think times kept per process: a ring of 1 ms bins (one byte each). */
+#define WPCAS_HIST_MAX		256
+#define WPCAS_HIST_LEN		32
+/* Width of the densest-window search, whole ms. */
+#define WPCAS_WINDOW_MS		2
+/* p_ab at or above which P = b, in thousandths (0.5). */
+#define WPCAS_GAMMA_MILLI	500
+/* Below this many finished anticipations a process is judged by AS. */
+#define WPCAS_MIN_SAMPLES	4
+/* Cap on P: the paper's [0, 20] ms think-time range. */
+#define WPCAS_MAX_WAIT_MS	20
+/*
+ * p_s of a process with no finished anticipation, in thousandths: the
+ * paper does not say; 0 (with min_samples 4) starts WPCAS as AS starts.
+ */
+#define WPCAS_PRIOR_PS_MILLI	0
+
+/*
+ * The seek curve STE uses (Ruemmler and Wilkes's two-piece form):
+ * seek(d) = sqrt_a + sqrt_b * sqrt(d) for 0 < d < linear_cyl cylinders,
+ * lin_a + lin_b * d beyond, with a cylinder of cyl_sectors sectors.
+ * Defaults: the HP 97560 (19 surfaces x 72 sectors per track; the paper's
+ * equation (2): 3.24 + 0.400 sqrt(d) ms for d <= 383, 8.00 + 0.008 d ms
+ * beyond). Another disk needs its own curve written here.
+ */
+#define WPCAS_SEEK_CYL_SECTORS	(19 * 72)
+#define WPCAS_SEEK_LINEAR_CYL	384
+#define WPCAS_SEEK_SQRT_A_NS	3240000ULL
+#define WPCAS_SEEK_SQRT_B_NS	400000ULL
+#define WPCAS_SEEK_LIN_A_NS	8000000ULL
+#define WPCAS_SEEK_LIN_B_PS	8000000ULL
+
+/* Per queue: the tunables. */
+struct wpcas_data {
+	u64 hist_len;
+	u64 window_ms;
+	u32 gamma_milli;
+	u32 prior_ps_milli;
+	u64 min_samples;
+	u64 max_wait_ns;
+	u64 seek_cyl_sectors;
+	u64 seek_linear_cyl;
+	u64 seek_sqrt_a_ns;
+	u64 seek_sqrt_b_ns;
+	u64 seek_lin_a_ns;
+	u64 seek_lin_b_ps;
+};
 
 /* Per process: the last hist_len think times, as 1 ms bins. */
 struct wpcas_ioc {
@@ -177,16 +225,19 @@ static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 	}
 	t_s = wpcas_seek_ns(w, head, blk_rq_pos(cand));
 	t_a = wpcas_seek_ns(w, head, head + aic->seek.mean);
+	gain = t_s - t_a - (s64)wpcas_t_as(aic);
 	/*
-	 * A gain beyond 2^32 ns (4.3 s) decides nothing a smaller one would
-	 * not, and bounded so, with ok and failed below 2^30 and P at most
-	 * max_wait_ms (1 s < 2^30 ns), both products fit in 63 bits: with the
-	 * seek tunables at their limits the unbounded product overflowed and
-	 * the decision flipped.
+	 * Is ok * gain > failed * P? failed * P fits in 64 bits (failed is
+	 * below 2^30, P at most max_wait_ms = 1 s < 2^30 ns); ok * gain need
+	 * not: with the seek tunables in their ranges gain reaches 2^52 ns,
+	 * and (s64)ok * gain overflowed once ok passed about 2^11 (the
+	 * decision flipped). Bounding gain instead decided wrongly where
+	 * failed * P passes the bound. For ok > 0 and gain > 0 the test is
+	 * gain > floor(failed * P / ok), exactly, in 64 bits.
 	 */
-	gain = clamp_t(s64, t_s - t_a - (s64)wpcas_t_as(aic), -(1LL << 32),
-		       1LL << 32);
-	return (s64)ok * gain > (s64)failed * (s64)wpcas_period_ns(ad);
+	if (ok == 0 || gain <= 0)
+		return false;
+	return (u64)gain > div64_u64(failed * wpcas_period_ns(ad), ok);
 }
 
 static bool wpcas_experienced(struct as_data *ad)
@@ -254,6 +305,128 @@ static void wpcas_exit(struct as_data *ad)
 	ad->policy_data = NULL;
 }
 
+/* ---- sysfs: WPCAS's files, after the core's ---- */
+
+static struct as_data *wpcas_ad(struct elevator_queue *e)
+{
+	return e->elevator_data;
+}
+
+static struct wpcas_data *wpcas_elv_data(struct elevator_queue *e)
+{
+	return wpcas_of(wpcas_ad(e));
+}
+
+/*
+ * A whole-number tunable, clamped to [min, max], stored times the scale
+ * its field function gives (ms in sysfs, ns inside for max_wait_ms).
+ */
+#define WPCAS_U64_ATTR(name, ptr, scale, min, max)			\
+static u64 *wpcas_##name##_field(struct wpcas_data *w, u64 *sc)		\
+{									\
+	u64 *field = ptr;						\
+									\
+	*sc = scale;							\
+	return field;							\
+}									\
+static ssize_t wpcas_##name##_show(struct elevator_queue *e, char *page)	\
+{									\
+	u64 sc, *field = wpcas_##name##_field(wpcas_elv_data(e), &sc);	\
+									\
+	return as_show_u64(field, sc, page);				\
+}									\
+static ssize_t wpcas_##name##_store(struct elevator_queue *e,		\
+				    const char *page, size_t count)	\
+{									\
+	u64 sc, *field = wpcas_##name##_field(wpcas_elv_data(e), &sc);	\
+									\
+	return as_store_u64(wpcas_ad(e), field, min, max, sc, page,	\
+			    count);					\
+}
+
+WPCAS_U64_ATTR(hist_len, &w->hist_len, 1, 1, WPCAS_HIST_MAX)
+WPCAS_U64_ATTR(window_ms, &w->window_ms, 1, 1, WPCAS_RANGE_MS)
+WPCAS_U64_ATTR(min_samples, &w->min_samples, 1, 0, 1000000)
+/* the cap on P: ms in sysfs, ns inside; 1 s at most */
+WPCAS_U64_ATTR(max_wait_ms, &w->max_wait_ns, NSEC_PER_MSEC, 0, 1000)
+/* limits that keep the seek model's products within 64 bits */
+WPCAS_U64_ATTR(seek_cyl_sectors, &w->seek_cyl_sectors, 1, 1, 1ULL << 32)
+WPCAS_U64_ATTR(seek_linear_cyl, &w->seek_linear_cyl, 1, 0, 1ULL << 31)
+WPCAS_U64_ATTR(seek_sqrt_a_ns, &w->seek_sqrt_a_ns, 1, 0, 10000000000ULL)
+WPCAS_U64_ATTR(seek_sqrt_b_ns, &w->seek_sqrt_b_ns, 1, 0, 1000000000ULL)
+WPCAS_U64_ATTR(seek_lin_a_ns, &w->seek_lin_a_ns, 1, 0, 10000000000ULL)
+WPCAS_U64_ATTR(seek_lin_b_ps, &w->seek_lin_b_ps, 1, 0, 1000000000ULL)
+#undef WPCAS_U64_ATTR
+
+/* Fractions in [0, 1] with up to three decimals ("0.5"): gamma, prior_ps. */
+static int wpcas_parse_milli(const char *s, u32 *out)
+{
+	u32 whole = 0, frac = 0, scale = 100;
+	bool digits = false;
+
+	for (; *s >= '0' && *s <= '9'; s++, digits = true)
+		whole = min(whole * 10 + (*s - '0'), 10U);
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9'; s++, digits = true) {
+			frac += (*s - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*s == '\n')
+		s++;
+	if (!digits || *s)
+		return -EINVAL;
+	*out = min(whole * 1000 + frac, 1000U);
+	return 0;
+}
+
+#define WPCAS_MILLI_ATTR(name)						\
+static ssize_t wpcas_##name##_show(struct elevator_queue *e, char *page)	\
+{									\
+	u32 v = READ_ONCE(wpcas_elv_data(e)->name##_milli);		\
+									\
+	return sysfs_emit(page, "%u.%03u\n", v / 1000, v % 1000);	\
+}									\
+static ssize_t wpcas_##name##_store(struct elevator_queue *e,		\
+				    const char *page, size_t count)	\
+{									\
+	struct as_data *ad = wpcas_ad(e);				\
+	u32 v;								\
+	int ret = wpcas_parse_milli(page, &v);				\
+									\
+	if (ret)							\
+		return ret;						\
+	spin_lock_irq(&ad->lock);					\
+	wpcas_of(ad)->name##_milli = v;					\
+	spin_unlock_irq(&ad->lock);					\
+	return count;							\
+}
+
+WPCAS_MILLI_ATTR(gamma)
+WPCAS_MILLI_ATTR(prior_ps)
+#undef WPCAS_MILLI_ATTR
+
+#define WPCAS_ATTR(name) \
+	__ATTR(name, 0644, wpcas_##name##_show, wpcas_##name##_store)
+
+static const struct elv_fs_entry wpcas_attrs[] = {
+	WPCAS_ATTR(hist_len),
+	WPCAS_ATTR(window_ms),
+	WPCAS_ATTR(gamma),
+	WPCAS_ATTR(min_samples),
+	WPCAS_ATTR(max_wait_ms),
+	WPCAS_ATTR(prior_ps),
+	WPCAS_ATTR(seek_cyl_sectors),
+	WPCAS_ATTR(seek_linear_cyl),
+	WPCAS_ATTR(seek_sqrt_a_ns),
+	WPCAS_ATTR(seek_sqrt_b_ns),
+	WPCAS_ATTR(seek_lin_a_ns),
+	WPCAS_ATTR(seek_lin_b_ps),
+	__ATTR_NULL
+};
+
+#undef WPCAS_ATTR
+
 const struct as_policy as_policy_wpcas = {
 	.name		= "wpcas",
 	.icq_data_size	= sizeof(struct wpcas_ioc),
@@ -262,4 +435,5 @@ const struct as_policy as_policy_wpcas = {
 	.can_break	= wpcas_can_break,
 	.wait_ns	= wpcas_wait_ns,
 	.on_sample	= wpcas_on_sample,
+	.attrs		= wpcas_attrs,
 };

@@ -17,7 +17,7 @@ bare=
 # Loaded by init, in this order (with their dependencies).
 BASE="virtio_pci 9pnet_virtio 9p"
 # Loaded by jobs when they want them.
-EXTRA="virtio_blk bfq kyber-iosched null_blk nbd"
+EXTRA="virtio_blk bfq kyber-iosched null_blk nbd scsi_debug sd_mod"
 
 key=$( (cat "$TESTBED_DIR/guest/init" "$0"; echo "$BASE $EXTRA $bare"; md5sum /bin/busybox) |
        md5sum | cut -c1-12)

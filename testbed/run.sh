@@ -6,8 +6,9 @@
 #                  [--append ARGS] [--module KO] JOB [ARGS...]
 #
 # JOB is a script in testbed/guest/ (e.g. test-kernel.sh). DIR becomes the
-# guest's /share: the job, guest/lib.sh and the module (kernel/
-# as-iosched.ko) are copied there, and the guest leaves its results,
+# guest's /share: the job, guest/lib.sh and the modules (every .ko of
+# kernel/, or of IOLAB_KERNEL_DIR; --module KO: that one only) are copied
+# there, and the guest leaves its results,
 # job.log, job.rc, dmesg.txt and failures there; console.log is QEMU's.
 # --kernel boots another kernel (the debug one); --bare gives it an
 # initramfs without the image's modules; --append adds to its command line.
@@ -42,13 +43,18 @@ KV=$(tb_kver)
 KC=$(tb_kdir "$KV")
 initrd=$("$TESTBED_DIR/build-initramfs.sh" $bare)
 kernel=${kernel:-$KC/vmlinux}
-ko=${ko:-$REPO_DIR/kernel/as-iosched.ko}
-[ -f "$ko" ] || tb_die "build the module first: make -C kernel KVER=$KV"
+kdir=${IOLAB_KERNEL_DIR:-$REPO_DIR/kernel}
+if [ -n "$ko" ]; then
+    kos=("$ko")
+else
+    kos=("$kdir"/*.ko)
+fi
+[ -f "${kos[0]}" ] || tb_die "build the modules first: make -C $kdir KVER=$KV"
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/job.rc "$out"/job.log "$out"/dmesg.txt "$out"/failures "$out"/console.log
-cp "$TESTBED_DIR/guest/lib.sh" "$TESTBED_DIR/guest/$job" "$ko" "$out/"
+rm -f "$out"/job.rc "$out"/job.log "$out"/dmesg.txt "$out"/failures "$out"/console.log "$out"/*.ko
+cp "$TESTBED_DIR/guest/lib.sh" "$TESTBED_DIR/guest/$job" "${kos[@]}" "$out/"
 {
     [ -n "${MONITOR:-}" ] && echo "MONITOR=$MONITOR"
     echo ". /share/lib.sh"

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make test-kernel: install what is missing, build the module against the
 # current Debian 6.1 image, run checkpatch, boot the image under QEMU and
-# run testbed/guest/test-kernel.sh (every elevator, tunables, stress, 50
-# switches under load, rmmod). Any failure, warning, oops, lockdep report
-# or hung task fails it. Then a short `iolab kernel compare` on an
-# emulated HP 97560 (iolab emu), end to end: guest, simulator, report.
+# run testbed/guest/test-kernel.sh (every elevator, tunables, the module's
+# defects, stress, 50 switches under load, rmmod). Any failure, warning,
+# oops, lockdep report or hung task fails it. Then a short `iolab kernel
+# compare` on an emulated HP 97560 (iolab emu), end to end: guest,
+# simulator, report. A researcher's elevator goes the whole way too: `iolab
+# elevator new` writes one into a copy of kernel/, which is built and
+# checked here, booted and run in the guest with the others, and compared
+# (the simulator compiles it at first use).
 #
 #   testbed/test-kernel.sh [OUT_DIR]     (default out/test-kernel)
 # Environment: PER_ELEVATOR_S (3), STRESS_S (15), MONITOR (seconds; off).
@@ -17,31 +21,46 @@ start=$(date +%s)
 
 "$TESTBED_DIR/deps.sh"
 KV=$(tb_kver)
-tb_log "building the module for $KV"
+tb_log "building the modules for $KV"
 make -s -C "$REPO_DIR/kernel" KVER="$KV" >/dev/null
 tb_log "checkpatch"
 make -s -C "$REPO_DIR/kernel" KVER="$KV" checkpatch
 
+iolab=$REPO_DIR/.venv/bin/iolab
+[ -x "$iolab" ] || tb_die "no $iolab: make build first (make test does)"
+# The scaffold: a copy of kernel/'s sources with `iolab elevator new`'s
+# elevator added, built and checked as kernel/ is.
+scaffold=iolabtest
+kcopy=$(mktemp -d -p "${TMPDIR:-/tmp}" iolab-test-kernel-dir.XXXXXX)
+trap 'rm -rf "$kcopy"' EXIT
+cp "$REPO_DIR"/kernel/Makefile "$REPO_DIR"/kernel/*.[ch] "$kcopy/"
+ln -s "$REPO_DIR/kernel/scripts" "$kcopy/scripts"
+ln -s "$REPO_DIR/kernel/build" "$kcopy/build"
+"$iolab" elevator new "$scaffold" --kernel-dir "$kcopy" >/dev/null
+tb_log "the scaffold: $kcopy/$scaffold-iosched.c, built and checkpatched"
+make -s -C "$kcopy" KVER="$KV" >/dev/null
+make -s -C "$kcopy" KVER="$KV" checkpatch
+[ -f "$kcopy/$scaffold-iosched.ko" ] || tb_die "the scaffold did not build"
+export IOLAB_KERNEL_DIR=$kcopy
+
 rm -rf "$out"
 mkdir -p "$out"
 disk=$(mktemp -p "${TMPDIR:-/tmp}" iolab-test-kernel.XXXXXX.img)
-trap 'rm -f "$disk"' EXIT
+trap 'rm -f "$disk"; rm -rf "$kcopy"' EXIT
 truncate -s 1G "$disk"
 "$TESTBED_DIR/run.sh" --out "$out" --disk "$disk" --timeout 1200 \
     test-kernel.sh "${PER_ELEVATOR_S:-3}" "${STRESS_S:-15}"
 
 # The comparison pipeline on an emulated disk: sequential readers under
-# none, bfq, kyber and the two elevators, 4 s each; the report must have every row,
-# and AS must have anticipated on the kernel side.
-iolab=$REPO_DIR/.venv/bin/iolab
-[ -x "$iolab" ] || tb_die "no $iolab: make build first (make test does)"
+# none, bfq, kyber, the two elevators and the scaffold, 4 s each; the report
+# must have every row, and AS must have anticipated on the kernel side.
 "$iolab" kernel compare --disks hp97560 --workloads seqreaders \
-    --elevators none,bfq,kyber,anticipatory,wpcas --reps 1 --runtime 4 --overhead-us 0 \
+    --elevators none,bfq,kyber,anticipatory,wpcas,$scaffold --reps 1 --runtime 4 --overhead-us 0 \
     -o "$out/compare" >"$out/compare.txt"
 "$REPO_DIR/.venv/bin/python" - "$out/compare/compare.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-assert len(rows) == 5, f"{len(rows)} rows, expected 5"
+assert len(rows) == 6, f"{len(rows)} rows, expected 6"
 by = {r["elevator"]: r for r in rows}
 for r in rows:
     assert r["kernel_mb_s"][0] > 0 and r["sim_mb_s"][0] > 0, r

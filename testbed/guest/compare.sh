@@ -12,7 +12,7 @@ dev=vda
 load virtio_blk queue_depth=1 num_request_queues=1
 load bfq
 load kyber-iosched
-load /share/as-iosched.ko || { fail "insmod as-iosched.ko"; return 1; }
+load_ours || return 1
 mkdir -p /share/runs
 marker=$(awk '$1 == "marker_sector" { print $2 }' /share/disk.conf)
 [ -n "$marker" ] || { fail "no marker_sector in disk.conf"; return 1; }

@@ -16,7 +16,7 @@ load configfs
 load null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=64 \
     irqmode=0 completion_nsec=0 memory_backed=0 gb=4 bs=4096
 load bfq
-load /share/as-iosched.ko
+load_ours
 [ -b /dev/$dev ] || { fail "no /dev/$dev"; return 1; }
 mkdir -p /share/overhead
 echo "rep elevator busy_ns requests" >/share/overhead/runs.txt

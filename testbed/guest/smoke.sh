@@ -3,7 +3,7 @@ log "kernel $(uname -r)"
 load virtio_blk queue_depth=1 num_request_queues=1
 load bfq
 load kyber-iosched
-load /share/as-iosched.ko
+load_ours
 cat /sys/block/vda/queue/scheduler
 for s in none mq-deadline kyber bfq anticipatory wpcas; do
     set_sched vda "$s" || continue

@@ -5,7 +5,8 @@
 
 use iolab_sim::disk::hdd::HddParams;
 use iolab_sim::disk::presets;
-use iolab_sim::disk::seek::SeekCurve;
+use iolab_sim::disk::DiskSpec;
+use std::path::Path;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::json;
@@ -24,31 +25,25 @@ fn hdd_preset(name: &str) -> PyResult<HddParams> {
 
 /// The `wpcas` tunables (`seek_*`) for a disk preset, as JSON, with the
 /// capacity and cylinder count they were derived from. A zoned disk gets
-/// its mean cylinder size: the module's model has one.
+/// its mean cylinder size: the module's model has one. The same curve the
+/// simulator's `kernel:wpcas` takes by default (`PositionCost::module_seek`).
 #[pyfunction]
 fn wpcas_seek_tunables(preset: &str) -> PyResult<String> {
     let p = hdd_preset(preset)?;
-    let SeekCurve::TwoPiece { linear_from, sqrt_a, sqrt_b, lin_a, lin_b, first_ten: None } = p.mechanics.seek
-    else {
+    let spec = DiskSpec { preset: Some(preset.to_string()), ..DiskSpec::default() };
+    let disk = iolab_sim::disk::build(&spec, Path::new(".")).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let Some(curve) = disk.position_cost().module_seek() else {
         return Err(PyValueError::new_err(format!(
             "disk '{preset}' has a seek curve the module cannot take (a table, or explicit first ten distances)"
         )));
     };
-    let capacity = p.layout.capacity();
-    let cylinders = p.layout.cylinders as u64;
-    let ns = |ms: f64| (ms * 1e6).round() as u64;
+    let tunables: serde_json::Map<String, serde_json::Value> =
+        curve.tunables().iter().map(|(k, v)| (k.to_string(), json!(*v as u64))).collect();
     Ok(json!({
-        "capacity_sectors": capacity,
-        "cylinders": cylinders,
+        "capacity_sectors": p.layout.capacity(),
+        "cylinders": p.layout.cylinders as u64,
         "zones": p.layout.zones.len(),
-        "tunables": {
-            "seek_cyl_sectors": capacity.div_ceil(cylinders),
-            "seek_linear_cyl": linear_from,
-            "seek_sqrt_a_ns": ns(sqrt_a),
-            "seek_sqrt_b_ns": ns(sqrt_b),
-            "seek_lin_a_ns": ns(lin_a),
-            "seek_lin_b_ps": (lin_b * 1e9).round() as u64,
-        }
+        "tunables": tunables,
     })
     .to_string())
 }

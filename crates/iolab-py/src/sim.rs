@@ -120,8 +120,8 @@ fn presets() -> String {
         .into_iter()
         .map(|(n, d, spec)| json!({"name": n, "summary": d, "spec": spec}))
         .collect();
-    let schedulers: Vec<_> = sched::SCHEDULERS
-        .iter()
+    let schedulers: Vec<_> = sched::all()
+        .into_iter()
         .map(|s| json!({"name": s.name, "aliases": s.aliases, "summary": s.summary, "tunables": s.tunables}))
         .collect();
     json!({"disks": disks, "workloads": workloads, "schedulers": schedulers}).to_string()

@@ -22,4 +22,41 @@ pub trait PositionCost: Send + Sync {
     }
     /// Mean rotational latency (half a revolution), in ns.
     fn mean_rotation_ns(&self) -> u64;
+    /// The model's seek curve in the form kernel/'s `wpcas` takes it
+    /// through its `seek_*` sysfs files, if the model has one that form
+    /// can carry (None: a drive with a table of seek times, an SSD).
+    fn module_seek(&self) -> Option<ModuleSeekCurve> {
+        None
+    }
+}
+
+/// A seek curve as the `wpcas` module's STE has it (wpcas.h): seek(d) =
+/// `sqrt_a_ns + sqrt_b_ns·√d` for 0 < d < `linear_cyl` cylinders, else
+/// `lin_a_ns + lin_b_ps·d / 1000`, over one cylinder size of
+/// `cyl_sectors` sectors. A zoned drive's cylinders differ in size; the
+/// module's model has one, so a zoned drive gives its mean (capacity over
+/// cylinders, rounded up), as `iolab kernel compare` writes it into the
+/// guest's sysfs files.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ModuleSeekCurve {
+    pub cyl_sectors: u64,
+    pub linear_cyl: u64,
+    pub sqrt_a_ns: u64,
+    pub sqrt_b_ns: u64,
+    pub lin_a_ns: u64,
+    pub lin_b_ps: u64,
+}
+
+impl ModuleSeekCurve {
+    /// The tunables' names and values, as the module's sysfs files take them.
+    pub fn tunables(&self) -> [(&'static str, f64); 6] {
+        [
+            ("seek_cyl_sectors", self.cyl_sectors as f64),
+            ("seek_linear_cyl", self.linear_cyl as f64),
+            ("seek_sqrt_a_ns", self.sqrt_a_ns as f64),
+            ("seek_sqrt_b_ns", self.sqrt_b_ns as f64),
+            ("seek_lin_a_ns", self.lin_a_ns as f64),
+            ("seek_lin_b_ps", self.lin_b_ps as f64),
+        ]
+    }
 }

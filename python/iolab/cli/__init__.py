@@ -31,6 +31,7 @@ SUBCOMMANDS = [
     "iolab.cli.bench",
     "iolab.cli.queue",
     "iolab.cli.kernel",
+    "iolab.cli.elevator",
     "iolab.cli.mail",
     "iolab.cli.emu",
     "iolab.cli.recommend",
@@ -54,6 +55,7 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "iolab.cli.queue": (("queue", "FastQueue: benchmark, check, stats, repair"),),
     "iolab.cli.kernel": (("kernel", "the anticipatory/wpcas kernel module in a QEMU guest: overhead, "
                                     "simulator vs kernel"),),
+    "iolab.cli.elevator": (("elevator", "write your own elevator in C, once, for the simulator and the kernel"),),
     "iolab.cli.mail": (("mail", "SMTP server over FastQueue: serve, queue, bench"),),
     "iolab.cli.emu": (("emu", "an emulated disk: serve an image over NBD with a disk model's timing"),),
     "iolab.cli.recommend": (("recommend", "which of today's schedulers suits a block trace on a disk "

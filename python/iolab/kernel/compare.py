@@ -428,12 +428,19 @@ def sim_scheduler_names() -> set[str]:
     return names
 
 
+def module_elevators() -> list[str]:
+    """The other elevators of kernel/'s modules (a researcher's own, from
+    `iolab elevator new`): the same C is the simulator's kernel:NAME."""
+    ours = {"kernel:anticipatory", "kernel:as", "kernel:wpcas"}
+    return sorted(n.split(":", 1)[1] for n in sim_scheduler_names() if n.startswith("kernel:") and n not in ours)
+
+
 def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
     """The simulator's scheduler for a kernel elevator, and a note when it
     stands in for one the simulator lacks."""
     wanted = {"none": ["none", "noop"], "mq-deadline": ["mq-deadline", "deadline"],
               "bfq": ["bfq"], "kyber": ["kyber"], "anticipatory": ["as"],
-              "wpcas": ["wpcas"]}[elevator]
+              "wpcas": ["wpcas"]}.get(elevator, [f"kernel:{elevator}"])
     for i, name in enumerate(wanted):
         if name in known:
             note = "" if i == 0 else f"the simulator has no {wanted[0]}: {name} stands in"
@@ -647,7 +654,7 @@ def run_compare(args) -> int:
         return resim(args)
     disks = _list(args.disks, DISKS, "disks")
     workloads = _list(args.workloads, COMPARED, "workloads")
-    elevators = _list(args.elevators, ELEVATORS, "elevators")
+    elevators = _list(args.elevators, ELEVATORS + module_elevators(), "elevators")
     trace = _list(args.trace, elevators, "trace") if args.trace else []
     repo = testbed.find_repo(args.repo)
     out = Path(args.output)

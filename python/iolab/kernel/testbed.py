@@ -79,8 +79,15 @@ def prepare(repo: Path, quiet: bool = True) -> str:
         ["bash", "-c", f". {repo / 'testbed' / 'lib.sh'} && tb_kver"],
         check=True, capture_output=True, text=True,
     ).stdout.strip()
-    _run(["make", "-s", "-C", str(repo / "kernel"), f"KVER={kver}"], stdout=out)
+    _run(["make", "-s", "-C", str(kernel_dir(repo)), f"KVER={kver}"], stdout=out)
     return kver
+
+
+def kernel_dir(repo: Path) -> Path:
+    """The modules' sources: ``$IOLAB_KERNEL_DIR`` (a copy of kernel/ with
+    a researcher's elevator, as make test-kernel makes one; the simulator
+    reads the same variable) or the checkout's kernel/."""
+    return Path(os.environ.get("IOLAB_KERNEL_DIR") or repo / "kernel")
 
 
 def boot(repo: Path, out: Path, job: str, args: list[str], *, disk: Path | None = None,

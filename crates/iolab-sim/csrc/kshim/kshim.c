@@ -23,6 +23,7 @@ struct kshim_instance {
 	struct request_queue q;
 	struct blk_mq_tag_set set;
 	struct blk_mq_hw_ctx hctx;
+	struct blk_mq_tags sched_tags;
 	/* the simulated time of the hook being run */
 	u64 now;
 	/* the process whose request is being prepared */
@@ -105,6 +106,12 @@ void *kmalloc(size_t size, gfp_t gfp)
 {
 	(void)gfp;
 	return malloc(size ? size : 1);
+}
+
+void *kcalloc(size_t n, size_t size, gfp_t gfp)
+{
+	(void)gfp;
+	return calloc(n ? n : 1, size ? size : 1);
 }
 
 void kfree(const void *p)
@@ -763,6 +770,7 @@ static void exit_icq(struct kshim_instance *k, struct kshim_proc *p)
 /* ---- elevators ---- */
 
 static struct elevator_type *registered;
+const char *kshim_current_module;
 
 int elv_register(struct elevator_type *e)
 {
@@ -773,6 +781,7 @@ int elv_register(struct elevator_type *e)
 			return -EBUSY;
 	if (!e->ops.insert_requests || !e->ops.dispatch_request)
 		return -EINVAL;
+	e->kshim_module = kshim_current_module;
 	e->kshim_next = registered;
 	registered = e;
 	return 0;
@@ -813,6 +822,13 @@ const char *kshim_elevator_alias(unsigned int i)
 	return t ? t->elevator_alias : NULL;
 }
 
+const char *kshim_elevator_module(unsigned int i)
+{
+	struct elevator_type *t = elevator_at(i);
+
+	return t ? t->kshim_module : NULL;
+}
+
 struct elevator_queue *elevator_alloc(struct request_queue *q,
 				      struct elevator_type *e)
 {
@@ -839,6 +855,59 @@ void blk_queue_flag_clear(unsigned int flag, struct request_queue *q)
 	q->queue_flags &= ~(1UL << flag);
 }
 
+/* sbitmap_calculate_shift (include/linux/sbitmap.h) for nr_requests. */
+static void size_sched_tags(struct kshim_instance *k)
+{
+	unsigned int depth = k->q.nr_requests, shift = 6;
+
+	if (depth >= 4)
+		while ((4U << shift) > depth)
+			shift--;
+	k->sched_tags.nr_tags = depth;
+	k->sched_tags.bitmap_tags.sb.depth = depth;
+	k->sched_tags.bitmap_tags.sb.shift = shift;
+}
+
+/*
+ * blk_mq_update_nr_requests: the tag bitmap is resized, depth_updated runs,
+ * and only then does q->nr_requests take the new value.
+ */
+void kshim_set_nr_requests(struct kshim_instance *k, uint32_t nr)
+{
+	struct elevator_type *e = k->type;
+	unsigned int old = k->q.nr_requests;
+
+	enter(k, k->now);
+	k->q.nr_requests = max_t(u32, nr, 1);
+	size_sched_tags(k);
+	k->q.nr_requests = old;
+	if (e->ops.depth_updated)
+		e->ops.depth_updated(&k->hctx);
+	k->q.nr_requests = max_t(u32, nr, 1);
+}
+
+uint32_t kshim_tags_for(struct kshim_instance *k, int write, int sync)
+{
+	struct elevator_type *e = k->type;
+	struct sbitmap *sb = &k->sched_tags.bitmap_tags.sb;
+	struct blk_mq_alloc_data data = { .q = &k->q, .hctx = &k->hctx };
+	blk_opf_t opf = (write ? REQ_OP_WRITE : REQ_OP_READ) |
+			(sync ? REQ_SYNC : 0);
+	unsigned int left = sb->depth, n = 0;
+
+	enter(k, k->now);
+	data.cmd_flags = opf;
+	if (e->ops.limit_depth)
+		e->ops.limit_depth(opf, &data);
+	while (left) {
+		unsigned int word = min(left, 1U << sb->shift);
+
+		n += data.shallow_depth ? min(word, data.shallow_depth) : word;
+		left -= word;
+	}
+	return n;
+}
+
 struct kshim_instance *kshim_create(const char *name, uint32_t queue_depth,
 				    uint64_t now)
 {
@@ -861,6 +930,8 @@ struct kshim_instance *kshim_create(const char *name, uint32_t queue_depth,
 	k->q.nr_hw_queues = 1;
 	/* blk_mq_init_sched: 2 * min(queue_depth, BLKDEV_DEFAULT_RQ) */
 	k->q.nr_requests = 2 * min_t(u32, k->set.queue_depth, 128);
+	size_sched_tags(k);
+	k->hctx.sched_tags = &k->sched_tags;
 	k->q.node = NUMA_NO_NODE;
 	k->q.kshim = k;
 	k->hctx.queue = &k->q;
@@ -1125,6 +1196,11 @@ void kshim_exit_process(struct kshim_instance *k, uint32_t pid, uint64_t now)
 	enter(k, now);
 	if (pid < k->nr_procs && k->procs[pid])
 		exit_icq(k, k->procs[pid]);
+}
+
+int kshim_merges(struct kshim_instance *k)
+{
+	return k->type->ops.bio_merge != NULL;
 }
 
 uint64_t kshim_queued(struct kshim_instance *k)

@@ -88,7 +88,7 @@ fn main() {
     let replay = all || names.iter().any(|n| n == "replay");
     names.retain(|n| n != "replay");
     if all {
-        names = sched::SCHEDULERS.iter().map(|s| s.name.to_string()).collect();
+        names = sched::all().iter().map(|s| s.name.to_string()).collect();
     }
     let spec = DiskSpec { preset: Some(disk_name.clone()), ..DiskSpec::default() };
     if let Err(e) = disk::build(&spec, Path::new(".")) {

@@ -27,7 +27,7 @@ use std::cell::Cell;
 use super::media::{avail_at, Head, Media, Phase, Reach, Run};
 use super::seek::Mechanics;
 use super::{CacheOutcome, Disk, Service};
-use crate::cost::PositionCost;
+use crate::cost::{ModuleSeekCurve, PositionCost};
 use crate::error::{Error, Result};
 use crate::request::{Dir, Request};
 use crate::time::{fmax, frac, round_u64, to_f64, SimTime};
@@ -782,6 +782,21 @@ impl PositionCost for HddCost {
     }
     fn mean_rotation_ns(&self) -> u64 {
         (self.period_ns / 2.0).round() as u64
+    }
+    /// The two-piece curve in ns (ps for the linear slope), rounded, with
+    /// the mean cylinder size: what `iolab kernel compare` writes into the
+    /// guest's `wpcas` and `kernel:wpcas` takes by default.
+    fn module_seek(&self) -> Option<ModuleSeekCurve> {
+        let (linear_from, sqrt_a, sqrt_b, lin_a, lin_b) = self.mech.seek.two_piece()?;
+        let ns = |ms: f64| round_u64(ms * 1e6);
+        Some(ModuleSeekCurve {
+            cyl_sectors: self.layout.capacity().div_ceil(u64::from(self.layout.cylinders).max(1)),
+            linear_cyl: u64::from(linear_from),
+            sqrt_a_ns: ns(sqrt_a),
+            sqrt_b_ns: ns(sqrt_b),
+            lin_a_ns: ns(lin_a),
+            lin_b_ps: round_u64(lin_b * 1e9),
+        })
     }
 }
 

@@ -79,6 +79,19 @@ impl SeekCurve {
         SeekCurve::Tabulated { lut: SeekLut(lut), curve: Box::new(self) }
     }
 
+    /// The curve's two pieces (`linear_from`, `sqrt_a`, `sqrt_b`, `lin_a`,
+    /// `lin_b`, ms), if it is [`SeekCurve::TwoPiece`] (tabulated or not)
+    /// with no override of the first ten distances.
+    pub fn two_piece(&self) -> Option<(u32, f64, f64, f64, f64)> {
+        match self {
+            SeekCurve::TwoPiece { linear_from, sqrt_a, sqrt_b, lin_a, lin_b, first_ten: None } => {
+                Some((*linear_from, *sqrt_a, *sqrt_b, *lin_a, *lin_b))
+            }
+            SeekCurve::Tabulated { curve, .. } => curve.two_piece(),
+            _ => None,
+        }
+    }
+
     /// The WPCAS paper's equation (2), Ruemmler & Wilkes's HP 97560 curve
     /// (DISKS.md): 3.24 + 0.400·√d ms for d ≤ 383, 8.00 + 0.008·d beyond.
     pub fn hp97560() -> SeekCurve {

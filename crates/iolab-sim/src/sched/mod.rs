@@ -318,16 +318,27 @@ pub static SCHEDULERS: &[SchedulerInfo] = &[
     kernel::WPCAS_INFO,
 ];
 
+/// Every scheduler: the table, then the elevators of kernel/'s modules it
+/// does not list (a researcher's own, `kernel:NAME`; docs/elevator-howto.md).
+pub fn all() -> Vec<&'static SchedulerInfo> {
+    SCHEDULERS.iter().chain(kernel::other_infos()).collect()
+}
+
 /// Look a scheduler up by name or alias.
 pub fn find(name: &str) -> Result<&'static SchedulerInfo> {
     let lower = name.to_ascii_lowercase();
-    SCHEDULERS
-        .iter()
-        .find(|s| s.name == lower || s.aliases.contains(&lower.as_str()))
-        .ok_or_else(|| {
-            let names: Vec<&str> = SCHEDULERS.iter().map(|s| s.name).collect();
-            Error::unknown("scheduler", name, &names)
-        })
+    let found = SCHEDULERS.iter().find(|s| s.name == lower || s.aliases.contains(&lower.as_str()));
+    // The kernel/ modules are looked at only for a name the table lacks.
+    if let Some(s) = found.or_else(|| kernel::other_infos().find(|s| s.name == lower || s.aliases.contains(&lower.as_str()))) {
+        return Ok(s);
+    }
+    let names: Vec<&str> = all().iter().map(|s| s.name).collect();
+    let err = Error::unknown("scheduler", name, &names);
+    let missing = kernel::unavailable();
+    if lower.starts_with("kernel:") && !missing.is_empty() {
+        return Err(Error::invalid("scheduler", format!("{err}; kernel/ modules left out: {}", missing.join("; "))));
+    }
+    Err(err)
 }
 
 /// Check user-given tunables against the declaration and fill in defaults.

@@ -17,7 +17,11 @@
 //! removal. Nothing is allocated after warm-up. The key is (sector, request id): Linux's
 //! rbtree keys on the sector alone and dispatches an "alias" (a second
 //! request at the same sector) at once; the simulator keeps both, ordered
-//! by id (see docs/schedulers.md).
+//! by id (see docs/schedulers.md), or, for AS
+//! ([`SortFifo::with_ties_in_arrival_order`]), in the order they entered the
+//! tree, as Linux's `elv_rb_add` leaves them (an equal key goes to the
+//! right): a request re-sorted after a front merge goes after those at its
+//! new sector, whatever their ids.
 
 use crate::request::{Request, RequestId};
 use crate::time::SimTime;
@@ -51,6 +55,8 @@ pub struct SortFifo {
     head: [Slot; 2],
     tail: [Slot; 2],
     len: usize,
+    /// Requests at one sector in the order they entered the tree (else by id).
+    arrival_ties: bool,
 }
 
 impl Default for SortFifo {
@@ -63,11 +69,19 @@ impl Default for SortFifo {
             head: [NIL; 2],
             tail: [NIL; 2],
             len: 0,
+            arrival_ties: false,
         }
     }
 }
 
 impl SortFifo {
+    /// A store whose tree keeps requests at one sector in the order they
+    /// entered it (`elv_rb_add`), not by id: the two differ only for a
+    /// request re-sorted after a front merge.
+    pub fn with_ties_in_arrival_order() -> SortFifo {
+        SortFifo { arrival_ties: true, ..SortFifo::default() }
+    }
+
     /// Queue `rq` in direction `dir`, expiring at `fifo_time`.
     pub fn add(&mut self, dir: usize, rq: Request, fifo_time: SimTime) -> Slot {
         let entry = Entry { rq, dir: dir as u8, fifo_time, prev: self.tail[dir], next: NIL, sprev: NIL, snext: NIL };
@@ -147,6 +161,16 @@ impl SortFifo {
     /// The slot of a queued request, found by its direction, sector and
     /// id (the copy the caller was handed).
     pub fn slot_of(&self, dir: usize, rq: &Request) -> Option<Slot> {
+        if self.arrival_ties {
+            let mut s = self.first_not_below(dir, (rq.sector, 0));
+            while s != NIL && self.entries[s as usize].rq.sector == rq.sector {
+                if self.entries[s as usize].rq.id == rq.id {
+                    return Some(s);
+                }
+                s = self.entries[s as usize].snext;
+            }
+            return None;
+        }
         let s = self.first_not_below(dir, (rq.sector, rq.id));
         (s != NIL && self.key(s).1 == (rq.sector, rq.id)).then_some(s)
     }
@@ -227,12 +251,13 @@ impl SortFifo {
     fn tree_insert(&mut self, dir: usize, slot: Slot) {
         let key = self.key(slot).1;
         // Walk down from the highest: the insertion point is after the
-        // last request below `key` (NIL: `slot` becomes the lowest).
+        // last request below `key` (NIL: `slot` becomes the lowest); with
+        // arrival ties, after the last one not above its sector.
         let mut p = self.sort_tail[dir];
         while p != NIL {
             let e = &self.entries[p as usize];
             debug_assert!((e.rq.sector, e.rq.id) != key, "a request queued twice");
-            if (e.rq.sector, e.rq.id) < key {
+            if (e.rq.sector, e.rq.id) < key || (self.arrival_ties && e.rq.sector <= key.0) {
                 break;
             }
             p = e.sprev;
@@ -280,6 +305,26 @@ fn some(slot: Slot) -> Option<Slot> {
 mod tests {
     use super::*;
     use crate::sched::testutil::read;
+
+    /// elv_rb_add's order for one sector: a request re-sorted after a front
+    /// merge goes after those already there, whatever its id.
+    #[test]
+    fn arrival_ties_put_a_re_sorted_request_after_its_equals() {
+        for arrival in [false, true] {
+            let mut q = if arrival { SortFifo::with_ties_in_arrival_order() } else { SortFifo::default() };
+            let a = q.add(0, read(1, 0, 100), SimTime(1));
+            let b = q.add(0, read(2, 0, 50), SimTime(2));
+            assert_eq!(q.sort_first(0), Some(b));
+            let mut grown = read(1, 0, 50);
+            grown.nr_sectors = 58;
+            q.update(a, grown);
+            let first = if arrival { b } else { a };
+            assert_eq!(q.sort_first(0), Some(first), "arrival ties: {arrival}");
+            assert_eq!(q.slot_of(0, &grown), Some(a));
+            assert_eq!(q.slot_of(0, q.rq(b)), Some(b));
+            assert_eq!(q.find(0, 50), Some(first));
+        }
+    }
 
     #[test]
     fn fifo_keeps_arrival_order_and_tree_keeps_sector_order() {

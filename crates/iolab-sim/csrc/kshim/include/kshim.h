@@ -164,6 +164,7 @@ typedef struct {
 
 void *kzalloc(size_t size, gfp_t gfp);
 void *kmalloc(size_t size, gfp_t gfp);
+void *kcalloc(size_t n, size_t size, gfp_t gfp);
 void kfree(const void *p);
 #define kzalloc_node(s, g, n)	((void)(n), kzalloc(s, g))
 #define kmalloc_node(s, g, n)	((void)(n), kmalloc(s, g))
@@ -455,6 +456,9 @@ static inline sector_t bio_end_sector(const struct bio *b)
 	return b->bi_iter.bi_sector + (b->bi_iter.bi_size >> 9);
 }
 
+#define READ	0
+#define WRITE	1
+
 static inline int bio_data_dir(const struct bio *b) { return op_is_write(b->bi_opf); }
 
 /* ---- io contexts (include/linux/iocontext.h) ---- */
@@ -531,6 +535,8 @@ struct elevator_type {
 	struct module *elevator_owner;
 	/* the next registered type (elv_register) */
 	struct elevator_type *kshim_next;
+	/* the module that registered it */
+	const char *kshim_module;
 };
 
 struct kobject {
@@ -566,9 +572,32 @@ struct request_queue {
 	struct kshim_instance *kshim;
 };
 
+/* lib/sbitmap.c: words of 1 << shift bits; shallow_depth is per word */
+struct sbitmap {
+	unsigned int depth;
+	unsigned int shift;
+};
+
+struct sbitmap_queue {
+	struct sbitmap sb;
+	unsigned int min_shallow_depth;
+};
+
+struct blk_mq_tags {
+	unsigned int nr_tags;
+	struct sbitmap_queue bitmap_tags;
+};
+
+static inline void sbitmap_queue_min_shallow_depth(struct sbitmap_queue *sbq,
+						   unsigned int d)
+{
+	sbq->min_shallow_depth = d;
+}
+
 struct blk_mq_hw_ctx {
 	struct request_queue *queue;
 	void *sched_data;
+	struct blk_mq_tags *sched_tags;
 };
 
 struct blk_mq_alloc_data {

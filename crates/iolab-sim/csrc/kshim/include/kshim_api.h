@@ -34,7 +34,17 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/*
+ * Built as a shared object (a module compiled at run time) everything is
+ * hidden but these functions: the module's own functions and the
+ * stand-ins cannot collide with another copy of them in the process.
+ */
+#pragma GCC visibility push(default)
+
 struct kshim_instance;
+
+/* The module whose init runs (set by the generated kshim_init_modules). */
+extern const char *kshim_current_module;
 
 /* A request as the simulator knows it (crate::request::Request). */
 struct kshim_rq {
@@ -53,6 +63,8 @@ int kshim_init_modules(void);
 /* Registered elevators: 0 .. count-1; NULL past the end. */
 const char *kshim_elevator_name(unsigned int i);
 const char *kshim_elevator_alias(unsigned int i);
+/* The module (kernel/Makefile's obj-m name) that registered it. */
+const char *kshim_elevator_module(unsigned int i);
 
 /* An elevator instance on a queue of @queue_depth driver tags, or NULL. */
 struct kshim_instance *kshim_create(const char *name, uint32_t queue_depth,
@@ -80,6 +92,12 @@ void kshim_completed(struct kshim_instance *k, uint32_t id, uint64_t now);
 void kshim_requeue(struct kshim_instance *k, uint32_t id, int dontprep,
 		   uint64_t now);
 void kshim_exit_process(struct kshim_instance *k, uint32_t pid, uint64_t now);
+/*
+ * Does the elevator take bio merges (a bio_merge hook)? Without one blk-mq
+ * merges no bio into its requests (blk_mq_sched_bio_merge), and the
+ * simulator's block layer does not either.
+ */
+int kshim_merges(struct kshim_instance *k);
 /* Requests in the elevator (inserted, not yet dispatched or merged away). */
 uint64_t kshim_queued(struct kshim_instance *k);
 int kshim_has_work(struct kshim_instance *k);
@@ -96,6 +114,15 @@ void kshim_merged_requests(struct kshim_instance *k,
 			   const struct kshim_rq *merged, uint32_t next_id,
 			   uint64_t now);
 
+/*
+ * Scheduler tags: set nr_requests (blk_mq_update_nr_requests: the bitmap
+ * is sized again and depth_updated runs), and ask how many tags a request
+ * of this kind could hold at once after the elevator's limit_depth (the
+ * sum over the bitmap's words of min(word, shallow_depth)).
+ */
+void kshim_set_nr_requests(struct kshim_instance *k, uint32_t nr);
+uint32_t kshim_tags_for(struct kshim_instance *k, int write, int sync);
+
 /* Test harness: blk-mq's insert merge (elv_attempt_insert_merge) on. */
 void kshim_set_insert_merges(struct kshim_instance *k, int on);
 /* Requests inserted and then merged away on insert. */
@@ -103,5 +130,7 @@ uint64_t kshim_insert_merged(struct kshim_instance *k);
 
 /* WARN_ON_ONCE hits so far, and the first one's place. */
 uint64_t kshim_warnings(struct kshim_instance *k, char *first, size_t len);
+
+#pragma GCC visibility pop
 
 #endif /* _KSHIM_API_H */

@@ -37,10 +37,12 @@ pub struct Config {
     /// 0 disables anticipation.
     pub antic_expire_ns: u64,
     pub hz: Hz,
-    /// Look for a front merge in the tree of the bio's own class (sync or
-    /// async), as kernel/'s module does on 6.1 (`as_request_merge`), instead
-    /// of 2.6.20's `sort_list[bio_data_dir(bio)]`.
-    pub front_merge_by_class: bool,
+    /// Merges see the bio's own sync class only: the front-merge lookup
+    /// searches its tree instead of 2.6.20's `sort_list[bio_data_dir(bio)]`
+    /// and a bio joins only a request of its class (2.6.20's AS allowed
+    /// any); kernel/'s module has the same switch (`as_request_merge`,
+    /// `as_allow_merge`).
+    pub merge_by_class: bool,
 }
 
 impl Config {
@@ -51,7 +53,7 @@ impl Config {
             batch_expire_ns: [v.ms_as_ns("read_batch_expire"), v.ms_as_ns("write_batch_expire")],
             antic_expire_ns: v.ms_as_ns("antic_expire"),
             hz: Hz::new(PAPER_HZ),
-            front_merge_by_class: v.get("front_merge_by_class") != 0.0,
+            merge_by_class: v.get("merge_by_class") != 0.0,
         }
     }
 }
@@ -86,7 +88,7 @@ impl<P: AnticPolicy> AnticCore<P> {
         let st = State {
             cfg,
             cost: ctx.position_cost.clone(),
-            q: SortFifo::default(),
+            q: SortFifo::with_ties_in_arrival_order(),
             next_rq: [None; 2],
             last_sector: [0; 2],
             last_check_fifo: [SimTime::ZERO; 2],
@@ -384,15 +386,23 @@ impl<P: AnticPolicy> Elevator for AnticCore<P> {
     /// looks for a read bio's front merge in the async tree and for a
     /// write bio's in the sync tree; the block layer then refuses a
     /// candidate of the other data direction. In effect only a write bio
-    /// front-merges here, into a sync write. With `front_merge_by_class`
-    /// the bio's own class is searched, as the module does on 6.1.
+    /// front-merges here, into a sync write. With `merge_by_class` the
+    /// bio's own class is searched.
     fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
         let tree = match bio.dir {
-            _ if self.st.cfg.front_merge_by_class => bio.sync_index(),
+            _ if self.st.cfg.merge_by_class => bio.sync_index(),
             Dir::Read => ASYNC,
             Dir::Write => SYNC,
         };
         self.st.q.find(tree, bio.end_sector()).map(|s| *self.st.q.rq(s))
+    }
+
+    /// 2.6.20's AS has no elevator_allow_merge_fn (elv_rq_merge_ok checks
+    /// the data direction only): a sync write bio may join an async
+    /// request and the other way round. With `merge_by_class` a bio joins
+    /// only a request of its own class (the module's as_allow_merge).
+    fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
+        !self.st.cfg.merge_by_class || rq.is_sync() == bio.is_sync()
     }
 
     /// elv_rb_former_request / elv_rb_latter_request in the request's tree.
@@ -463,11 +473,11 @@ pub const CORE_TUNABLES: [Tunable; 6] = [
     Tunable::ms("antic_expire", ANTIC_EXPIRE_MS, "longest wait for the last reader; 0: off")
         .with_max(600.0),
     Tunable {
-        name: "front_merge_by_class",
+        name: "merge_by_class",
         unit: "bool",
         min: 0.0,
         max: 1.0,
         default: 0.0,
-        help: "1: front merges looked up in the bio's own sync class, as kernel/'s module does on 6.1; 0: 2.6.20's tree",
+        help: "1: a bio meets only requests of its own sync class (front-merge lookup, allow_merge); 0: as 2.6.20's AS",
     },
 ];

@@ -80,7 +80,7 @@ pub const WPCAS_INFO: SchedulerInfo = SchedulerInfo {
 };
 
 fn build_wpcas(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
-    Box::new(AnticCore::new(WpcasPolicy::new(wpcas_policy::Params::from_values(v)), Config::from_values(v), ctx))
+    Box::new(AnticCore::new(WpcasPolicy::new(wpcas_policy::Params::from_values(v, ctx.position_cost.module_seek())), Config::from_values(v), ctx))
 }
 
 /// The 95% heuristic of Iyer & Druschel on the anticipation core.

@@ -67,8 +67,8 @@ pub const WPCAS_TUNABLES: [Tunable; 13] = [
               help: "p_s taken for a process with no finished anticipation (the paper does not say)" },
     Tunable { name: "seek_model", unit: "bool", min: 0.0, max: 1.0, default: 0.0,
               help: "1: STE's seek times from the seek_* curve, in the module's integer arithmetic (kernel:wpcas); 0: from the disk model" },
-    Tunable { name: "seek_cyl_sectors", unit: "sectors", min: 1.0, max: 4294967296.0, default: 1368.0,
-              help: "seek_model 1: sectors per cylinder" },
+    Tunable { name: "seek_cyl_sectors", unit: "sectors", min: 0.0, max: 4294967296.0, default: 0.0,
+              help: "seek_model 1: sectors per cylinder; 0: every seek_* from the disk model's curve (its mean cylinder), as iolab kernel compare sets the module" },
     Tunable { name: "seek_linear_cyl", unit: "cylinders", min: 0.0, max: 2147483648.0, default: 384.0,
               help: "seek_model 1: from this many cylinders on, the curve is linear" },
     Tunable { name: "seek_sqrt_a_ns", unit: "ns", min: 0.0, max: 1e10, default: 3240000.0,
@@ -84,17 +84,19 @@ pub const WPCAS_TUNABLES: [Tunable; 13] = [
 /// The module's seek model (kernel/wpcas-policy.c, wpcas_seek_ns): a
 /// two-piece curve over one cylinder size, in integers, the square root in
 /// 16.16 fixed point, so that it gives the module's numbers to the ns.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ModuleSeek {
-    pub cyl_sectors: u64,
-    pub linear_cyl: u64,
-    pub sqrt_a_ns: u64,
-    pub sqrt_b_ns: u64,
-    pub lin_a_ns: u64,
-    pub lin_b_ps: u64,
-}
+pub use crate::cost::ModuleSeekCurve as ModuleSeek;
 
 impl ModuleSeek {
+    /// The module's defaults (kernel/wpcas.h): the HP 97560 of the preset.
+    pub const MODULE_DEFAULT: ModuleSeek = ModuleSeek {
+        cyl_sectors: 19 * 72,
+        linear_cyl: 384,
+        sqrt_a_ns: 3_240_000,
+        sqrt_b_ns: 400_000,
+        lin_a_ns: 8_000_000,
+        lin_b_ps: 8_000_000,
+    };
+
     pub fn seek_ns(&self, from: u64, to: u64) -> u64 {
         let d = (from / self.cyl_sectors).abs_diff(to / self.cyl_sectors);
         if d == 0 {
@@ -105,6 +107,24 @@ impl ModuleSeek {
         } else {
             // Past 2^32 cylinders the curve is flat (and the product fits).
             self.lin_a_ns + self.lin_b_ps * d.min(1 << 32) / 1000
+        }
+    }
+
+    /// The curve `v`'s seek_* tunables give, or, with `seek_cyl_sectors`
+    /// 0, the disk model's (`disk`, what the experiment's drive gives as
+    /// [`crate::cost::PositionCost::module_seek`]); a drive with no such
+    /// curve leaves the module's defaults.
+    pub fn from_values(v: &TunableValues, disk: Option<ModuleSeek>) -> ModuleSeek {
+        if v.get("seek_cyl_sectors") == 0.0 {
+            return disk.unwrap_or(ModuleSeek::MODULE_DEFAULT);
+        }
+        ModuleSeek {
+            cyl_sectors: v.get("seek_cyl_sectors") as u64,
+            linear_cyl: v.get("seek_linear_cyl") as u64,
+            sqrt_a_ns: v.get("seek_sqrt_a_ns") as u64,
+            sqrt_b_ns: v.get("seek_sqrt_b_ns") as u64,
+            lin_a_ns: v.get("seek_lin_a_ns") as u64,
+            lin_b_ps: v.get("seek_lin_b_ps") as u64,
         }
     }
 }
@@ -124,7 +144,9 @@ pub struct Params {
 }
 
 impl Params {
-    pub fn from_values(v: &TunableValues) -> Params {
+    /// `disk`: the experiment's drive's curve for the module's seek model
+    /// (`seek_model` 1 with `seek_cyl_sectors` 0).
+    pub fn from_values(v: &TunableValues, disk: Option<ModuleSeek>) -> Params {
         Params {
             hist_len: v.get("hist_len") as usize,
             window_ms: (v.get("window_ms").round() as usize).clamp(1, HIST_RANGE_MS),
@@ -132,14 +154,7 @@ impl Params {
             min_samples: v.get("min_samples") as u64,
             max_wait_ns: v.ms_as_ns("max_wait_ms"),
             prior_ps: v.get("prior_ps"),
-            module_seek: (v.get("seek_model") != 0.0).then(|| ModuleSeek {
-                cyl_sectors: v.get("seek_cyl_sectors") as u64,
-                linear_cyl: v.get("seek_linear_cyl") as u64,
-                sqrt_a_ns: v.get("seek_sqrt_a_ns") as u64,
-                sqrt_b_ns: v.get("seek_sqrt_b_ns") as u64,
-                lin_a_ns: v.get("seek_lin_a_ns") as u64,
-                lin_b_ps: v.get("seek_lin_b_ps") as u64,
-            }),
+            module_seek: (v.get("seek_model") != 0.0).then(|| ModuleSeek::from_values(v, disk)),
         }
     }
 }

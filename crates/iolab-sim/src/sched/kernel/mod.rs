@@ -18,7 +18,11 @@
 //! get, and one it clamps is clamped; the values reported are what the
 //! module shows after the writes.
 
+mod dynlib;
 mod ffi;
+/// kernel/Makefile's modules and their sources' fingerprint (shared with
+/// build.rs, which `include!`s the file).
+pub mod makefile;
 
 use super::{AnticipationStats, Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::error::{Error, Result};
@@ -28,37 +32,18 @@ use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 use std::ptr::NonNull;
-use std::sync::Once;
-
-/// Run the modules' init functions once per process (their
-/// `elv_register` calls fill the C side's list of elevators).
-fn init_modules() {
-    static INIT: Once = Once::new();
-    INIT.call_once(|| {
-        // SAFETY: kshim_init_modules only calls the modules' init
-        // functions, which register static elevator types; Once runs it
-        // once, before any other call into the C side.
-        let ret = unsafe { ffi::kshim_init_modules() };
-        assert_eq!(ret, 0, "a kernel/ module's init failed ({ret})");
-    });
-}
+use std::sync::OnceLock;
 
 /// The elevators the modules registered, as (name, alias).
 pub fn registered() -> Vec<(String, Option<String>)> {
-    init_modules();
-    let mut out = Vec::new();
-    for i in 0.. {
-        // SAFETY: the C side returns NULL past the end, else a pointer to
-        // a static, NUL-terminated name.
-        let name = unsafe { ffi::kshim_elevator_name(i) };
-        if name.is_null() {
-            break;
-        }
-        // SAFETY: as above; the alias may be NULL.
-        let alias = unsafe { ffi::kshim_elevator_alias(i) };
-        out.push((cstr(name), (!alias.is_null()).then(|| cstr(alias))));
-    }
-    out
+    dynlib::registry().elevators.iter().map(|e| (e.name.clone(), e.alias.clone())).collect()
+}
+
+/// Why `kernel:NAME` may be missing: the modules of the kernel directory
+/// that did not compile, as "MODULE: message" lines.
+pub fn unavailable() -> Vec<String> {
+    let reg = dynlib::registry();
+    reg.errors.iter().map(|(m, why)| format!("{m} (in {}): {why}", reg.kernel_dir.display())).collect()
 }
 
 fn cstr(p: *const c_char) -> String {
@@ -88,6 +73,8 @@ fn errno_name(e: i64) -> &'static str {
 /// the hook's own state) aliases nothing Rust holds.
 pub struct Instance {
     k: NonNull<ffi::Instance>,
+    /// The copy of the C it lives in (linked in, or compiled at run time).
+    lib: &'static ffi::Lib,
 }
 
 // SAFETY: an instance is used by whoever owns it, one thread at a time (it
@@ -100,11 +87,11 @@ impl Instance {
     /// requests at once, or None if no module registered that name (or its
     /// init_sched failed).
     pub fn new(name: &str, queue_depth: u32) -> Option<Instance> {
-        init_modules();
+        let lib = dynlib::registry().find(name)?.lib;
         let c = CString::new(name).ok()?;
         // SAFETY: c is a valid NUL-terminated string for the call.
-        let k = unsafe { ffi::kshim_create(c.as_ptr(), queue_depth, 0) };
-        NonNull::new(k).map(|k| Instance { k })
+        let k = unsafe { (lib.create)(c.as_ptr(), queue_depth, 0) };
+        NonNull::new(k).map(|k| Instance { k, lib })
     }
 
     fn p(&self) -> *mut ffi::Instance {
@@ -116,12 +103,12 @@ impl Instance {
         let mut out = Vec::new();
         for i in 0.. {
             // SAFETY: a live instance; NULL past the end.
-            let name = unsafe { ffi::kshim_attr_name(self.p(), i) };
+            let name = unsafe { (self.lib.attr_name)(self.p(), i) };
             if name.is_null() {
                 break;
             }
             // SAFETY: a live instance and an index that exists.
-            let w = unsafe { ffi::kshim_attr_writable(self.p(), i) } != 0;
+            let w = unsafe { (self.lib.attr_writable)(self.p(), i) } != 0;
             out.push((cstr(name), w));
         }
         out
@@ -132,9 +119,9 @@ impl Instance {
     pub fn store(&mut self, attr: &str, value: &str) -> std::result::Result<(), i64> {
         let (Ok(a), Ok(v)) = (CString::new(attr), CString::new(value)) else { return Err(-22) };
         // SAFETY: a live instance and two NUL-terminated strings.
-        let n = unsafe { ffi::kshim_store(self.p(), a.as_ptr(), v.as_ptr()) };
+        let n = unsafe { (self.lib.store)(self.p(), a.as_ptr(), v.as_ptr()) };
         if n < 0 {
-            Err(n as i64)
+            Err(n)
         } else {
             Ok(())
         }
@@ -146,9 +133,9 @@ impl Instance {
         let mut buf = vec![0 as c_char; 4096];
         // SAFETY: a live instance, a NUL-terminated name, and a buffer of
         // buf.len() bytes that the C side NUL-terminates.
-        let n = unsafe { ffi::kshim_show(self.p(), a.as_ptr(), buf.as_mut_ptr(), buf.len()) };
+        let n = unsafe { (self.lib.show)(self.p(), a.as_ptr(), buf.as_mut_ptr(), buf.len()) };
         if n < 0 {
-            return Err(n as i64);
+            return Err(n);
         }
         Ok(cstr(buf.as_ptr()))
     }
@@ -156,24 +143,31 @@ impl Instance {
     pub fn insert(&mut self, rq: &Request, now: SimTime) {
         let k = to_krq(rq);
         // SAFETY: a live instance and a request record for the call.
-        unsafe { ffi::kshim_insert(self.p(), &k, now.ns()) }
+        unsafe { (self.lib.insert)(self.p(), &k, now.ns()) }
     }
 
     /// blk-mq's dispatch: has_work, then dispatch_request.
     pub fn dispatch(&mut self, now: SimTime) -> Option<Request> {
         let mut out = ffi::KRq::default();
         // SAFETY: a live instance and an output record.
-        (unsafe { ffi::kshim_dispatch(self.p(), now.ns(), &mut out) } != 0).then(|| from_krq(&out))
+        (unsafe { (self.lib.dispatch)(self.p(), now.ns(), &mut out) } != 0).then(|| from_krq(&out))
+    }
+
+    /// The module has a bio_merge hook (else blk-mq merges nothing into its
+    /// requests: blk_mq_sched_bio_merge).
+    pub fn takes_merges(&self) -> bool {
+        // SAFETY: a live instance.
+        unsafe { (self.lib.merges)(self.p()) != 0 }
     }
 
     pub fn has_work(&self) -> bool {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_has_work(self.p()) != 0 }
+        unsafe { (self.lib.has_work)(self.p()) != 0 }
     }
 
     pub fn completed(&mut self, id: u32, now: SimTime) {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_completed(self.p(), id, now.ns()) }
+        unsafe { (self.lib.completed)(self.p(), id, now.ns()) }
     }
 
     /// The driver gives a dispatched request back (`blk_mq_requeue_request`);
@@ -182,30 +176,44 @@ impl Instance {
     /// elevator at the head.
     pub fn requeue(&mut self, id: u32, dontprep: bool, now: SimTime) {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_requeue(self.p(), id, dontprep as i32, now.ns()) }
+        unsafe { (self.lib.requeue)(self.p(), id, dontprep as i32, now.ns()) }
     }
 
     pub fn exit_process(&mut self, pid: ProcessId, now: SimTime) {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_exit_process(self.p(), pid, now.ns()) }
+        unsafe { (self.lib.exit_process)(self.p(), pid, now.ns()) }
     }
 
     /// The earliest armed timer: an hrtimer of the elevator, or blk-mq's
     /// delayed queue run.
     pub fn next_timer(&self) -> Option<SimTime> {
         // SAFETY: a live instance.
-        let t = unsafe { ffi::kshim_next_timer(self.p()) };
+        let t = unsafe { (self.lib.next_timer)(self.p()) };
         (t != u64::MAX).then_some(SimTime(t))
     }
 
     pub fn fire(&mut self, now: SimTime) {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_fire(self.p(), now.ns()) }
+        unsafe { (self.lib.fire)(self.p(), now.ns()) }
     }
 
     pub fn queued(&self) -> usize {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_queued(self.p()) as usize }
+        unsafe { (self.lib.queued)(self.p()) as usize }
+    }
+
+    /// `nr_requests` (blk_mq_update_nr_requests: the module's
+    /// depth_updated runs), for the tests of its limit_depth.
+    pub fn set_nr_requests(&mut self, nr: u32) {
+        // SAFETY: a live instance.
+        unsafe { (self.lib.set_nr_requests)(self.p(), nr) }
+    }
+
+    /// How many scheduler tags requests of this kind could hold at once
+    /// after the module's limit_depth (all of them without one).
+    pub fn tags_for(&self, write: bool, sync: bool) -> u32 {
+        // SAFETY: a live instance.
+        unsafe { (self.lib.tags_for)(self.p(), write as i32, sync as i32) }
     }
 
     /// blk-mq's insert merge (elv_attempt_insert_merge), for the tests of
@@ -213,33 +221,33 @@ impl Instance {
     /// before a request is made, as 2.6.20 did.
     pub fn set_insert_merges(&mut self, on: bool) {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_set_insert_merges(self.p(), on as i32) }
+        unsafe { (self.lib.set_insert_merges)(self.p(), on as i32) }
     }
 
     /// Requests merged away on insert so far.
     pub fn insert_merged(&self) -> u64 {
         // SAFETY: a live instance.
-        unsafe { ffi::kshim_insert_merged(self.p()) }
+        unsafe { (self.lib.insert_merged)(self.p()) }
     }
 
     /// The module's WARN_ON_ONCE hits so far, and where the first was.
     pub fn warnings(&self) -> (u64, String) {
         let mut buf = vec![0 as c_char; 160];
         // SAFETY: a live instance and a buffer of buf.len() bytes.
-        let n = unsafe { ffi::kshim_warnings(self.p(), buf.as_mut_ptr(), buf.len()) };
+        let n = unsafe { (self.lib.warnings)(self.p(), buf.as_mut_ptr(), buf.len()) };
         (n, cstr(buf.as_ptr()))
     }
 
     fn front_merge(&self, bio: &Request) -> Option<Request> {
         let (b, mut out) = (to_krq(bio), ffi::KRq::default());
         // SAFETY: a live instance, an input and an output record.
-        (unsafe { ffi::kshim_front_merge(self.p(), &b, &mut out) } != 0).then(|| from_krq(&out))
+        (unsafe { (self.lib.front_merge)(self.p(), &b, &mut out) } != 0).then(|| from_krq(&out))
     }
 
     fn allow_merge(&self, id: u32, bio: &Request) -> bool {
         let b = to_krq(bio);
         // SAFETY: a live instance and an input record.
-        unsafe { ffi::kshim_allow_merge(self.p(), id, &b) != 0 }
+        unsafe { (self.lib.allow_merge)(self.p(), id, &b) != 0 }
     }
 
     fn neighbour(&self, id: u32, latter: bool) -> Option<Request> {
@@ -247,9 +255,9 @@ impl Instance {
         // SAFETY: a live instance and an output record.
         let got = unsafe {
             if latter {
-                ffi::kshim_latter(self.p(), id, &mut out)
+                (self.lib.latter)(self.p(), id, &mut out)
             } else {
-                ffi::kshim_former(self.p(), id, &mut out)
+                (self.lib.former)(self.p(), id, &mut out)
             }
         };
         (got != 0).then(|| from_krq(&out))
@@ -258,20 +266,20 @@ impl Instance {
     fn merged(&mut self, grown: &Request, front: bool) {
         let g = to_krq(grown);
         // SAFETY: a live instance and an input record.
-        unsafe { ffi::kshim_merged(self.p(), &g, front as i32) }
+        unsafe { (self.lib.merged)(self.p(), &g, front as i32) }
     }
 
     fn merged_requests(&mut self, merged: &Request, next: u32, now: SimTime) {
         let m = to_krq(merged);
         // SAFETY: a live instance and an input record.
-        unsafe { ffi::kshim_merged_requests(self.p(), &m, next, now.ns()) }
+        unsafe { (self.lib.merged_requests)(self.p(), &m, next, now.ns()) }
     }
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
         // SAFETY: the instance is live and not used after this.
-        unsafe { ffi::kshim_destroy(self.p()) }
+        unsafe { (self.lib.destroy)(self.p()) }
     }
 }
 
@@ -310,6 +318,13 @@ fn sysfs_text(v: f64) -> String {
     }
 }
 
+/// `seek_cyl_sectors` (kernel:wpcas): the module's own default is the HP
+/// 97560's curve (wpcas.h) and 0 is clamped to 1 by its store; the
+/// simulator takes 0, its default, for "the experiment's drive's curve"
+/// (`cost::PositionCost::module_seek`), which it then writes into all six
+/// seek_* files, as `iolab kernel compare` does in the guest.
+const SEEK_FROM_DISK: &str = "seek_cyl_sectors";
+
 /// The Table 1 counters, read from the AS family's sysfs files.
 const ANTIC_FILES: [&str; 5] =
     ["antic_started", "antic_succeeded", "antic_failed", "antic_success_wait_ns", "antic_failure_wait_ns"];
@@ -330,8 +345,21 @@ impl KernelElevator {
         let mut inst = Instance::new(module_name, ctx.queue_depth)
             .unwrap_or_else(|| panic!("no kernel/ module registers the elevator '{module_name}'"));
         for (k, &v) in &values.0 {
+            if k == SEEK_FROM_DISK && v == 0.0 {
+                continue;
+            }
             if let Err(e) = inst.store(k, &sysfs_text(v)) {
                 panic!("{name}: the module refused {k} = {v} ({}) after accepting it", errno_name(e));
+            }
+        }
+        // seek_cyl_sectors 0: the drive's curve, as `iolab kernel compare`
+        // writes it into the guest's sysfs files (a drive without a
+        // two-piece curve leaves the module's defaults).
+        if values.0.get(SEEK_FROM_DISK) == Some(&0.0) {
+            for (k, v) in ctx.position_cost.module_seek().map(|c| c.tunables()).into_iter().flatten() {
+                if let Err(e) = inst.store(k, &sysfs_text(v)) {
+                    panic!("{name}: the module refused the disk's {k} = {v} ({})", errno_name(e));
+                }
             }
         }
         let attrs = inst.attrs();
@@ -399,8 +427,9 @@ impl Elevator for KernelElevator {
         })
     }
 
+    /// Only an elevator with a bio_merge hook is merged into, as in blk-mq.
     fn merges(&self) -> bool {
-        true
+        self.inst.takes_merges()
     }
 
     /// The module's `request_merge`.
@@ -449,6 +478,9 @@ pub fn accept(info: &SchedulerInfo, module_name: &str, given: &BTreeMap<String, 
                 format!("'{}' has no tunable '{name}'; its tunables are: {}", info.name, names.join(", ")),
             ));
         }
+        if name == SEEK_FROM_DISK && v == 0.0 && info.tunables.iter().any(|t| t.name == SEEK_FROM_DISK) {
+            continue;
+        }
         let text = sysfs_text(v);
         if let Err(e) = inst.store(name, &text) {
             return Err(Error::invalid(
@@ -467,18 +499,24 @@ pub fn accept(info: &SchedulerInfo, module_name: &str, given: &BTreeMap<String, 
         })?;
         values.insert(t.name.to_string(), v);
     }
+    // The simulator's default for the module's seek model: the disk's.
+    if values.contains_key(SEEK_FROM_DISK) && given.get(SEEK_FROM_DISK).is_none_or(|&v| v == 0.0) {
+        values.insert(SEEK_FROM_DISK.to_string(), 0.0);
+    }
     Ok(TunableValues(values))
 }
 
 // ---- the registered kernel elevators ----
 
 /// The core's files (as-sysfs.c): times in ms, clamped to these ranges.
-const AS_TUNABLES: [Tunable; 5] = [
+const AS_TUNABLES: [Tunable; 6] = [
     Tunable::ms("read_expire", 125.0, "a sync request is served once it is this old"),
     Tunable::ms("write_expire", 250.0, "an async request is served once it is this old"),
     Tunable::ms("read_batch_expire", 500.0, "sync batch length when writes wait"),
     Tunable::ms("write_batch_expire", 125.0, "target length of an async batch"),
     Tunable::ms("antic_expire", 6.0, "longest wait for the last reader; 0: off").with_max(600.0),
+    t("merge_by_class", "bool", 0.0, 1.0, 0.0,
+      "1: a bio meets only requests of its own sync class (front-merge lookup, allow_merge); 0: as 2.6.20's AS"),
 ];
 
 const fn t(name: &'static str, unit: &'static str, min: f64, max: f64, default: f64, help: &'static str) -> Tunable {
@@ -493,7 +531,8 @@ const WPCAS_OWN: [Tunable; 12] = [
     t("min_samples", "anticipations", 0.0, 1e6, 4.0, "below this, a process is judged by AS's rule"),
     t("max_wait_ms", "ms", 0.0, 1000.0, 20.0, "cap on the wait"),
     t("prior_ps", "", 0.0, 1.0, 0.0, "p_s of a process with no finished anticipation (three decimals)"),
-    t("seek_cyl_sectors", "sectors", 1.0, 4294967296.0, 1368.0, "sectors per cylinder of STE's seek model"),
+    t("seek_cyl_sectors", "sectors", 0.0, 4294967296.0, 0.0,
+      "sectors per cylinder of STE's seek model; 0: every seek_* from the disk model (the module's own default is 1368)"),
     t("seek_linear_cyl", "cylinders", 0.0, 2147483648.0, 384.0, "from this many cylinders on, the seek curve is linear"),
     t("seek_sqrt_a_ns", "ns", 0.0, 1e10, 3240000.0, "seek(d) = a + b*sqrt(d) below seek_linear_cyl: a"),
     t("seek_sqrt_b_ns", "ns", 0.0, 1e9, 400000.0, "seek(d) = a + b*sqrt(d) below seek_linear_cyl: b"),
@@ -515,7 +554,7 @@ const fn concat<const N: usize, const M: usize, const K: usize>(a: [Tunable; N],
     out
 }
 
-static WPCAS_TUNABLES: [Tunable; 17] = concat(AS_TUNABLES, WPCAS_OWN);
+static WPCAS_TUNABLES: [Tunable; 18] = concat(AS_TUNABLES, WPCAS_OWN);
 
 pub const AS_INFO: SchedulerInfo = SchedulerInfo {
     name: "kernel:anticipatory",
@@ -550,6 +589,88 @@ fn build_wpcas(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
 fn accept_wpcas(given: &BTreeMap<String, f64>, field: &str) -> Result<TunableValues> {
     accept(&WPCAS_INFO, "wpcas", given, field)
 }
+
+// ---- every other elevator of kernel/'s modules: a researcher's own ----
+
+/// The most elevators beyond anticipatory and wpcas the simulator offers
+/// from kernel/ (each needs a build function of its own: see below).
+const MAX_OTHERS: usize = 64;
+
+struct Other {
+    info: SchedulerInfo,
+    module_name: String,
+}
+
+/// Each registered elevator other than the two above, as `kernel:NAME`,
+/// with its writable sysfs files (and what a new instance shows in them)
+/// as its tunables, parsed by the module's own store functions.
+fn others() -> &'static [Other] {
+    static OTHERS: OnceLock<Vec<Other>> = OnceLock::new();
+    OTHERS.get_or_init(|| {
+        let reg = dynlib::registry();
+        let mut out = Vec::new();
+        for e in reg.elevators.iter().filter(|e| e.name != "anticipatory" && e.name != "wpcas").take(MAX_OTHERS) {
+            let Some(inst) = Instance::new(&e.name, 1) else { continue };
+            let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+            let tunables: Vec<Tunable> = inst
+                .attrs()
+                .into_iter()
+                .filter(|(_, writable)| *writable)
+                .filter_map(|(name, _)| {
+                    let default = inst.show(&name).ok()?.trim().parse::<f64>().ok()?;
+                    Some(Tunable {
+                        name: leak(name),
+                        unit: "",
+                        min: 0.0,
+                        max: u64::MAX as f64,
+                        default,
+                        help: "the module's sysfs file: its store function parses and clamps the value",
+                    })
+                })
+                .collect();
+            let i = out.len();
+            let when = if e.at_run_time { ", compiled at first use (new or changed since the build)" } else { "" };
+            out.push(Other {
+                info: SchedulerInfo {
+                    name: leak(format!("kernel:{}", e.name)),
+                    aliases: Box::leak(e.alias.iter().map(|a| leak(format!("kernel:{a}"))).collect::<Vec<_>>().into_boxed_slice()),
+                    summary: leak(format!("kernel/'s {} elevator ({}), the module's own C run in the simulator{when}", e.name, e.module)),
+                    tunables: Box::leak(tunables.into_boxed_slice()),
+                    build: BUILDS[i],
+                    accept: Some(ACCEPTS[i]),
+                },
+                module_name: e.name.clone(),
+            });
+        }
+        out
+    })
+}
+
+/// The schedulers of [`others`], for the scheduler table's lookups.
+pub fn other_infos() -> impl Iterator<Item = &'static SchedulerInfo> {
+    others().iter().map(|o| &o.info)
+}
+
+fn build_other<const I: usize>(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
+    let o = &others()[I];
+    Box::new(KernelElevator::new(o.info.name, &o.module_name, v, ctx))
+}
+
+fn accept_other<const I: usize>(given: &BTreeMap<String, f64>, field: &str) -> Result<TunableValues> {
+    let o = &others()[I];
+    accept(&o.info, &o.module_name, given, field)
+}
+
+/// `SchedulerInfo` takes plain function pointers: one per slot, each
+/// finding its elevator by its index.
+macro_rules! slots {
+    ($($i:literal)*) => {
+        const BUILDS: [fn(&TunableValues, &SchedContext) -> Box<dyn Elevator>; MAX_OTHERS] = [$(build_other::<$i>),*];
+        const ACCEPTS: [super::AcceptFn; MAX_OTHERS] = [$(accept_other::<$i>),*];
+    };
+}
+slots!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+       32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 
 #[cfg(test)]
 mod tests;
