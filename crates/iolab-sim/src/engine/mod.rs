@@ -198,6 +198,8 @@ struct Engine<'o, O: Observer> {
     fired_at: Option<SimTime>,
     /// The last process event or completion.
     last_work: SimTime,
+    /// Scratch for a blk-mq queue run.
+    mq_run: crate::sched::mq::MqRun,
     metrics: Collector,
     obs: &'o mut O,
 }
@@ -275,13 +277,20 @@ pub fn run_observed<O: Observer>(
         elv_timer: None,
         fired_at: None,
         last_work: SimTime::ZERO,
+        mq_run: Default::default(),
         metrics: Collector::new(process_class, classes.len()),
         obs,
     };
     e.parallel = e.disk.max_in_service().clamp(1, e.depth);
+    // A 6.1 elevator takes the blk-mq path: its driver has queue_depth tags.
+    if let Some(m) = e.sched.as_mq() {
+        m.set_driver(cfg.queue_depth, cfg.queue.driver_budget);
+        e.blk.set_mq(true);
+    }
     for (pid, entry) in processes.into_iter().enumerate() {
         e.schedule(entry.start, Kind::Wake(pid as ProcessId));
         e.sched.set_ioprio(pid as ProcessId, entry.process.ioprio());
+        e.blk.set_ioprio(pid as ProcessId, entry.process.ioprio());
         e.procs.push(entry.process);
     }
     e.start_flusher();
@@ -412,7 +421,7 @@ impl<O: Observer> Engine<'_, O> {
                             ),
                         ));
                     }
-                    if !self.submit_direct(pid, op) {
+                    if !self.submit_direct(pid, op, matches!(step, Step::IssueThenWait(_))) {
                         self.state[p] = ProcState::Kernel;
                         return Ok(());
                     }
@@ -492,6 +501,10 @@ impl<O: Observer> Engine<'_, O> {
     /// full: that case is checked here, inlined, without the call.
     #[inline(always)]
     fn fill(&mut self) {
+        if self.blk.is_mq() {
+            self.mq_fill();
+            return;
+        }
         if self.device_queue.len() + self.in_service.len() < self.depth {
             self.fill_device();
         } else {
@@ -520,6 +533,33 @@ impl<O: Observer> Engine<'_, O> {
                 Dispatch::Nothing => break,
             }
         }
+        self.sync_timer();
+    }
+
+    /// The blk-mq path: carry out a queue run if one is due (the hardware
+    /// queue decides: an insert, SCHED_RESTART at a completion, an
+    /// elevator's kick, the delayed run); the requests it gives the driver
+    /// go to the device, and every request it took from the elevator stops
+    /// being mergeable.
+    fn mq_fill(&mut self) {
+        let mut run = std::mem::take(&mut self.mq_run);
+        run.to_driver.clear();
+        run.pulled.clear();
+        if let Some(m) = self.sched.as_mq() {
+            m.run(self.now, &mut run);
+        }
+        for rq in &run.pulled {
+            self.blk.mq_pulled(rq);
+        }
+        for &rq in &run.to_driver {
+            self.metrics.dispatched += 1;
+            self.blk.dispatched(&rq);
+            self.obs.dispatched(&rq, self.now);
+            self.device_queue.push(rq);
+            self.start_service();
+        }
+        debug_assert!(self.device_queue.len() + self.in_service.len() <= self.depth, "more requests than driver tags");
+        self.mq_run = run;
         self.sync_timer();
     }
 
@@ -580,10 +620,17 @@ impl<O: Observer> Engine<'_, O> {
         self.start_service();
         let mut done = std::mem::take(&mut self.done);
         done.clear();
-        self.blk.complete(rq.id, self.now, &mut done);
-        // The driver's completion path runs the queue (blk_run_queue).
+        self.blk.complete(rq.id, self.now, &mut done, &mut *self.sched);
+        // The driver's completion path runs the queue (blk_run_queue; on
+        // the blk-mq path only through SCHED_RESTART or an elevator's kick).
         self.blk.remove_plug();
         self.fill();
+        if self.blk.is_mq() {
+            // Tasks woken by the freed tag are inside blk_mq_get_tag and
+            // try again first; the completed request's owner must return
+            // to user space and make its next call (bio_done schedules it).
+            self.apply_effects();
+        }
         for d in &done {
             self.bio_done(d)?;
         }

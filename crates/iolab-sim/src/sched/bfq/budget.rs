@@ -207,6 +207,8 @@ impl Bfq {
                 if self.queues[id].dispatched == 0 {
                     self.arm_slice_timer(id);
                 }
+                // Idling (or about to): no dispatch is scheduled.
+                return;
             } else if self.may_expire_for_budg_timeout(id) {
                 self.bfqq_expire(id, false, Reason::BudgetTimeout);
             } else if self.queues[id].rqs.is_empty()
@@ -215,8 +217,9 @@ impl Bfq {
                 self.bfqq_expire(id, false, Reason::NoMoreRequests);
             }
         }
-        // bfq_schedule_dispatch: the engine runs the queue after every
-        // completion anyway.
+        if self.rq_in_driver == 0 {
+            self.schedule_dispatch();
+        }
     }
 
     /// `__bfq_bfqq_recalc_budget`: the next budget from how this one

@@ -583,6 +583,7 @@ impl Bfq {
         self.t = now;
         if self.in_service == Some(id) {
             self.expire_inner(id, super::budget::Reason::BudgetTimeout);
+            self.schedule_dispatch();
         }
         if self.queues[id].sync {
             // bfq_put_cooperator, then bfq_release_process_ref.
