@@ -164,6 +164,9 @@ impl BlockLayer {
 
     /// `blk_mq_submit_bio`.
     pub(super) fn mq_submit(&mut self, bio: Bio, elv: &mut dyn Elevator, now: SimTime) -> Submitted {
+        if bio.nr_sectors == 0 {
+            return self.flush_submit(bio, elv, now);
+        }
         if self.spec.merges {
             if let Some(into) = self.plug_merge(&bio, now) {
                 return Submitted::Merged { into, absorbed: None };
@@ -179,6 +182,28 @@ impl BlockLayer {
         }
         let view = bio.as_request(0, now);
         match mq(elv).get_tag(&view) {
+            Some(tag) => Submitted::Inserted(self.mq_new_request(bio, tag, now, elv, now)),
+            None => {
+                self.tag_sleep(bio.pid, elv, now);
+                let clash = self.parked.insert(bio.pid, (bio, now));
+                debug_assert!(clash.is_none(), "process {} parked twice", bio.pid);
+                Submitted::Sleeping
+            }
+        }
+    }
+
+    /// An empty flush bio (`blkdev_issue_flush`): no merging, a tag with
+    /// no elevator limit (`__blk_mq_alloc_requests` skips `limit_depth` for
+    /// flushes), then `blk_insert_flush`: the flush request bypasses the
+    /// elevator to the head of the dispatch list (`blk_flush_queue_rq` →
+    /// the requeue work → `blk_mq_sched_insert_request` with at_head for
+    /// `RQF_FLUSH_SEQ`) and the queues run (`blk_mq_run_hw_queues(q,
+    /// false)`). The simulated device always has a write cache to flush
+    /// (the guest's virtio disk does: QEMU's default `cache=writeback`);
+    /// the model's flush may take no time.
+    fn flush_submit(&mut self, bio: Bio, elv: &mut dyn Elevator, now: SimTime) -> Submitted {
+        let view = bio.as_request(0, now);
+        match mq(elv).get_flush_tag(&view) {
             Some(tag) => Submitted::Inserted(self.mq_new_request(bio, tag, now, elv, now)),
             None => {
                 self.tag_sleep(bio.pid, elv, now);
@@ -208,7 +233,9 @@ impl BlockLayer {
         m.finish_wait(pid);
         m.run_hw_queue(false);
         self.fx.run_queue = true;
-        match m.get_tag(&bio.as_request(0, submitted)) {
+        let view = bio.as_request(0, submitted);
+        let tag = if bio.nr_sectors == 0 { m.get_flush_tag(&view) } else { m.get_tag(&view) };
+        match tag {
             Some(tag) => {
                 self.parked.remove(&pid);
                 Some(self.mq_new_request(bio, tag, submitted, elv, now))
@@ -237,6 +264,12 @@ impl BlockLayer {
         };
         let b = self.bios.push(bio, submitted);
         self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued: false, nomerge: false, tag });
+        if bio.nr_sectors == 0 {
+            // blk_insert_flush.
+            mq(elv).insert_flush(rq);
+            self.fx.run_queue = true;
+            return rq;
+        }
         let plugged = self.plugs.get(&bio.pid).is_some_and(|p| p.active);
         if plugged {
             let p = &self.plugs[&bio.pid];

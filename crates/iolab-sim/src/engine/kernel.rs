@@ -95,7 +95,7 @@ impl<O: Observer> Engine<'_, O> {
         // 6.1 plugs a write(2) to the block device (blkdev_write_iter) and a
         // direct I/O of several bios (__blkdev_direct_IO), not a one-bio
         // read (the blk-mq path only; 2.6.20 unplugs the queue instead).
-        let plugged = op.dir == crate::request::Dir::Write || op.nr_sectors > max;
+        let plugged = (op.dir == crate::request::Dir::Write && !op.is_flush()) || op.nr_sectors > max;
         if plugged {
             self.blk.start_plug(pid);
         }
@@ -454,7 +454,11 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn bio_done(&mut self, d: &Done) -> Result<()> {
         let bio = d.bio;
         let view = bio.as_request(d.request, d.submitted);
-        self.metrics.bio_completed(&view, self.now);
+        // A flush moves no data and has no place in the read or write
+        // latencies (fio reports fsync apart).
+        if bio.nr_sectors > 0 {
+            self.metrics.bio_completed(&view, self.now);
+        }
         match bio.origin {
             Origin::Direct { op } => {
                 let rq = if op == SINGLE {

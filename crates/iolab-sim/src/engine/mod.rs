@@ -412,7 +412,14 @@ impl<O: Observer> Engine<'_, O> {
         loop {
             match self.procs[p].next(self.now, &mut self.rngs[p]) {
                 step @ (Step::Issue(op) | Step::IssueThenWait(op)) => {
-                    if op.nr_sectors == 0 || op.sector + op.nr_sectors as u64 > self.capacity {
+                    if op.is_flush() && !self.blk.is_mq() {
+                        // 2.6.20's block-device fsync sends no flush
+                        // (blkdev_fsync → sync_blockdev): it is done.
+                        let view = Request { id: 0, pid, sector: 0, nr_sectors: 0, dir: op.dir, sync: true, arrival: self.now };
+                        self.procs[p].completed(&view, self.now);
+                        continue;
+                    }
+                    if (op.nr_sectors == 0 && !op.is_flush()) || op.sector + op.nr_sectors as u64 > self.capacity {
                         return Err(Error::invalid(
                             "workload",
                             format!(
@@ -602,7 +609,8 @@ impl<O: Observer> Engine<'_, O> {
         } else {
             self.device_queue.remove(idx)
         };
-        let s = self.disk.service(&rq, self.now);
+        // A flush (blk-mq path) is the drive's cache flush.
+        let s = if rq.nr_sectors == 0 { self.disk.flush(self.now) } else { self.disk.service(&rq, self.now) };
         self.metrics.service_started(&s, self.now);
         let done = self.now + s.total_ns;
         self.in_service.push((rq, done));

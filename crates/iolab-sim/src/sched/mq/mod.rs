@@ -165,6 +165,12 @@ pub trait MqOps {
     /// `__blk_mq_get_tag` with the elevator's `limit_depth`: a scheduler
     /// tag (a driver tag for `none`) for `rq`, or None.
     fn get_tag(&mut self, rq: &Request) -> Option<u32>;
+    /// A tag for a flush: no `limit_depth` (`__blk_mq_alloc_requests`).
+    fn get_flush_tag(&mut self, rq: &Request) -> Option<u32>;
+    /// `blk_insert_flush` for a device with a write cache: the flush goes
+    /// to the head of the dispatch list, bypassing the elevator, and the
+    /// queue runs (`blk_mq_run_hw_queues(q, false)` from the requeue work).
+    fn insert_flush(&mut self, rq: Request);
     /// `sbitmap_prepare_to_wait`: `pid` sleeps for a tag.
     fn prepare_to_wait(&mut self, pid: ProcessId);
     /// `sbitmap_finish_wait`: `pid` runs again.
@@ -396,6 +402,15 @@ impl<S: MqSched> MqOps for BlkMq<S> {
         self.tags.sb.get(shallow)
     }
 
+    fn get_flush_tag(&mut self, _rq: &Request) -> Option<u32> {
+        self.tags.sb.get(None)
+    }
+
+    fn insert_flush(&mut self, rq: Request) {
+        self.dispatch.push_front(rq);
+        self.run_hw_queue(false);
+    }
+
     fn prepare_to_wait(&mut self, pid: ProcessId) {
         self.tags.prepare_to_wait(pid);
     }
@@ -508,7 +523,10 @@ impl<S: MqSched> Elevator for BlkMq<S> {
     /// and `blk_mq_sched_restart`: SCHED_RESTART runs the queue (the
     /// scheduler tag goes back from the block layer, which holds it).
     fn completed(&mut self, rq: &Request, now: SimTime) {
-        self.inner.completed(rq, now);
+        // A flush never was the elevator's.
+        if rq.nr_sectors > 0 {
+            self.inner.completed(rq, now);
+        }
         self.in_driver = self.in_driver.saturating_sub(1);
         self.note_kick();
         if std::mem::take(&mut self.restart) {
@@ -747,6 +765,26 @@ mod tests {
         assert_eq!(run(&mut m, ms(0)), (vec![], vec![]), "the dispatch list has no driver tag: the elevator is not asked");
         m.completed(&read(0, 0, 0), ms(1));
         assert_eq!(run(&mut m, ms(1)), (vec![1], vec![2]), "SCHED_RESTART: 1 goes, 2 is taken");
+    }
+
+    /// `blk_insert_flush`: a flush bypasses the elevator to the head of the
+    /// dispatch list, ahead of a request taken beyond the driver tags, and
+    /// its completion is not the elevator's.
+    #[test]
+    fn a_flush_goes_to_the_head_of_the_dispatch_list() {
+        let mut m = hw(1, false);
+        for i in 0..3 {
+            m.insert(read(i, i, 0), ms(0));
+        }
+        assert_eq!(run(&mut m, ms(0)), (vec![0], vec![0, 1]));
+        let flush = Request { nr_sectors: 0, ..write(7, 7, 0) };
+        m.insert_flush(flush);
+        assert_eq!(run(&mut m, ms(0)), (vec![], vec![]), "no driver tag yet");
+        m.completed(&read(0, 0, 0), ms(1));
+        assert_eq!(run(&mut m, ms(1)), (vec![7], vec![]), "the flush first, then the dispatch list stays");
+        m.completed(&flush, ms(2));
+        assert_eq!(run(&mut m, ms(2)), (vec![1], vec![2]));
+        assert_eq!(m.inner().queued(), 0);
     }
 
     /// With a budget (SCSI) the elevator is asked only when the device has
