@@ -47,11 +47,11 @@ impl BlockLayer {
         now: SimTime,
     ) -> Option<(RequestId, Option<RequestId>)> {
         let view = bio.as_request(0, now);
-        let (id, kind) = self.find_merge(bio, &view, elv)?;
+        let (id, kind) = if self.mq { self.mq_find_merge(bio, &view, elv, now)? } else { self.find_merge(bio, &view, elv)? };
         let e = *self.table.get(id).expect("a merge candidate is known");
         // blk_mq_sched_try_merge asks the elevator again
         // (blk_mq_sched_allow_merge) before bio_attempt_*_merge.
-        if self.mq && !elv.allow_merge(&e.elv, &view) {
+        if self.mq && !self.mq_allow(id, &view, elv, now) {
             return None;
         }
         // ll_back_merge_fn / ll_front_merge_fn: the size limit.

@@ -338,6 +338,53 @@ impl BlockLayer {
         self.prio_of(e.rq.pid)
     }
 
+    /// `elv_merge` on the blk-mq path: `q->last_merge` (back or front),
+    /// the hash (back), the elevator's `request_merge` (front), each
+    /// candidate checked by `elv_bio_merge_ok`, whose elevator half may
+    /// change the elevator (BFQ's cooperator merges), so it is asked
+    /// through [`crate::sched::mq::MqOps::allow_bio_merge`].
+    pub(super) fn mq_find_merge(
+        &mut self,
+        bio: &Bio,
+        view: &Request,
+        elv: &mut dyn Elevator,
+        now: SimTime,
+    ) -> Option<(RequestId, MergeKind)> {
+        if let Some(id) = self.last_merge {
+            if self.mq_bio_merge_ok(id, view, elv, now) {
+                let rq = self.table.get(id).expect("known").rq;
+                if rq.end_sector() == bio.sector {
+                    return Some((id, MergeKind::Back));
+                }
+                if rq.sector == bio.end_sector() {
+                    return Some((id, MergeKind::Front));
+                }
+            }
+        }
+        if let Some(&id) = self.hash.get(&bio.sector) {
+            if self.mq_bio_merge_ok(id, view, elv, now) {
+                return Some((id, MergeKind::Back));
+            }
+        }
+        let cand = elv.front_merge_candidate(view)?;
+        debug_assert_eq!(cand.sector, bio.end_sector(), "a front-merge candidate starts where the bio ends");
+        self.mq_bio_merge_ok(cand.id, view, elv, now).then_some((cand.id, MergeKind::Front))
+    }
+
+    /// `elv_bio_merge_ok`: `blk_rq_merge_ok` and the elevator's consent.
+    fn mq_bio_merge_ok(&mut self, id: RequestId, view: &Request, elv: &mut dyn Elevator, now: SimTime) -> bool {
+        match self.table.get(id) {
+            Some(e) if e.queued && self.mq_merge_ok(e, view) => self.mq_allow(id, view, elv, now),
+            _ => false,
+        }
+    }
+
+    /// The elevator's `allow_merge` for queued request `id` and a bio.
+    pub(super) fn mq_allow(&mut self, id: RequestId, view: &Request, elv: &mut dyn Elevator, now: SimTime) -> bool {
+        let rq = self.table.get(id).expect("known").elv;
+        mq(elv).allow_bio_merge(&rq, view, now)
+    }
+
     /// `blk_rq_merge_ok` on the blk-mq path: mergeable (not started, not
     /// `REQ_NOMERGE`), the same data direction and I/O priority.
     pub(super) fn mq_merge_ok(&self, e: &Entry, view: &Request) -> bool {
@@ -636,13 +683,12 @@ mod tests {
         b.submit(write(1, 70_000), &mut *e, T);
         assert!(matches!(b.submit(write(1, 992), &mut *e, T), Submitted::Merged { .. }), "the shared async queue");
         assert_eq!(b.current(r).unwrap().sector, 992);
+        // Another task's sync queue: the bio may join only because BFQ
+        // first merges the two queues (bfq_allow_bio_merge →
+        // bfq_setup_cooperator: new queues, close requests).
         let r0 = inserted(b.submit(read(0, 3000), &mut *e, T));
         b.submit(read(1, 90_000), &mut *e, T);
-        b.fx.absorbed.clear();
-        // Another task's sync queue: no bio merge; but the insert merge
-        // asks no elevator (attempt_merge), so the requests join there.
-        assert!(matches!(b.submit(read(1, 3008), &mut *e, T), Submitted::Inserted(_)), "bfq: another sync queue");
-        assert_eq!(b.fx.absorbed.first().map(|a| a.0), Some(r0));
+        assert_eq!(merged_into(b.submit(read(1, 3008), &mut *e, T)), r0, "bfq: cooperating queues merged");
     }
 
     /// `ll_back_merge_fn`: a merge past `max_sectors` is refused and marks

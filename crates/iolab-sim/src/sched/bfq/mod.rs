@@ -293,6 +293,8 @@ pub struct Bfq {
     idle_timer: Option<SimTime>,
     in_service: Option<QueueId>,
     last_position: u64,
+    /// `in_serv_last_pos`: where the in-service queue's last request ended.
+    in_serv_last_pos: u64,
     last_completion: i64,
     last_completed_rq_bfqq: Option<QueueId>,
     last_empty_occupied_ns: i64,
@@ -358,6 +360,7 @@ impl Bfq {
             idle_timer: None,
             in_service: None,
             last_position: 0,
+            in_serv_last_pos: 0,
             last_completion: LONG_AGO,
             last_completed_rq_bfqq: None,
             last_empty_occupied_ns: LONG_AGO,
@@ -590,8 +593,9 @@ impl Elevator for Bfq {
         rqs.find(0, bio.end_sector()).map(|s| *rqs.rq(s))
     }
 
-    /// `bfq_allow_bio_merge`: never a sync bio into an async request, and
-    /// only into a request of the queue the bio would join.
+    /// `bfq_allow_bio_merge` without its cooperator merge (see
+    /// [`MqSched::allow_bio_merge`]): never a sync bio into an async
+    /// request, and only into a request of the queue the bio would join.
     fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
         if op_is_sync(bio) && !op_is_sync(rq) {
             return false;
@@ -629,6 +633,9 @@ impl Elevator for Bfq {
             self.queues[id].next_rq = next;
             if prev != next {
                 self.updated_next_req(id);
+                if !self.nonrot_with_queueing {
+                    self.pos_tree_add_move(id);
+                }
             }
         }
     }
@@ -691,6 +698,26 @@ impl MqSched for Bfq {
 
     fn take_kick(&mut self) -> bool {
         std::mem::take(&mut self.kick)
+    }
+
+    /// `bfq_allow_bio_merge`: first an early merge of the bio's queue with
+    /// a cooperator (`bfq_setup_cooperator` with the bio, then
+    /// `bfq_merge_bfqqs` down the chain), then the rule of
+    /// [`Elevator::allow_merge`] with the queue the bio now joins.
+    fn allow_bio_merge(&mut self, rq: &Request, bio: &Request, now: SimTime) -> bool {
+        self.t = now;
+        if op_is_sync(bio) && !op_is_sync(rq) {
+            return false;
+        }
+        let Some(mut id) = self.bio_bfqq(bio) else { return false };
+        if op_is_sync(bio) {
+            if let Some(new) = self.setup_cooperator(id, bio.pid, Some(bio.sector)) {
+                while id != new {
+                    id = self.merge_bfqqs(bio.pid, id);
+                }
+            }
+        }
+        self.rq_queue.get(&rq.id) == Some(&id)
     }
 
     /// `bfq_limit_depth`: sync reads get the whole depth, async requests

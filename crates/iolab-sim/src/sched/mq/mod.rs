@@ -146,6 +146,12 @@ pub trait MqSched: Elevator {
     fn take_kick(&mut self) -> bool {
         false
     }
+    /// `allow_merge` as blk-mq calls it (`elv_bio_merge_ok`,
+    /// `blk_mq_sched_allow_merge`), which may change the elevator (BFQ
+    /// merges cooperating queues there). Default: [`Elevator::allow_merge`].
+    fn allow_bio_merge(&mut self, rq: &Request, bio: &Request, _now: SimTime) -> bool {
+        self.allow_merge(rq, bio)
+    }
 }
 
 /// One queue run's result (`__blk_mq_sched_dispatch_requests`): the
@@ -183,6 +189,8 @@ pub trait MqOps {
     fn prepare(&mut self, rq: &Request, now: SimTime);
     fn insert_prepared(&mut self, rq: Request, now: SimTime);
     fn freed(&mut self, rq: &Request);
+    /// [`MqSched::allow_bio_merge`].
+    fn allow_bio_merge(&mut self, rq: &Request, bio: &Request, now: SimTime) -> bool;
     /// `blk_mq_run_hw_queue`: a run is due (`async_run`: from kblockd, which
     /// absorbs a pending delayed run: `kblockd_mod_delayed_work_on` with
     /// no delay).
@@ -442,6 +450,10 @@ impl<S: MqSched> MqOps for BlkMq<S> {
 
     fn freed(&mut self, rq: &Request) {
         self.inner.freed(rq);
+    }
+
+    fn allow_bio_merge(&mut self, rq: &Request, bio: &Request, now: SimTime) -> bool {
+        self.inner.allow_bio_merge(rq, bio, now)
     }
 
     fn run_hw_queue(&mut self, async_run: bool) {
