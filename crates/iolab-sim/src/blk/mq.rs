@@ -513,6 +513,11 @@ mod tests {
         } else {
             given.insert("nr_requests".into(), nr_requests as f64);
         }
+        if name == "mq-deadline" {
+            // Writes may use the whole pool (the switch's pool of 2 would
+            // limit them to 4 tags: async_depth_keeps_the_pool_of_the_switch).
+            given.entry("async_depth".into()).or_insert(nr_requests as f64);
+        }
         let (mut e, _) = crate::sched::build(name, &given, &c).unwrap();
         e.as_mq().unwrap().set_driver(c.queue_depth, false);
         e

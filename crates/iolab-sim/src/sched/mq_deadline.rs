@@ -119,13 +119,19 @@ pub struct MqDeadline {
 }
 
 impl MqDeadline {
-    pub fn new(v: &TunableValues, nr_requests: u32) -> MqDeadline {
+    /// `nr_requests` is the pool in use; `init_nr_requests` the one blk-mq
+    /// gave the elevator when it was switched to (`blk_mq_init_sched`).
+    pub fn new(v: &TunableValues, nr_requests: u32, init_nr_requests: u32) -> MqDeadline {
         let hz = Hz::new(KERNEL_HZ);
         // STORE_JIFFIES: msecs_to_jiffies rounds up.
         let j = |name: &str| hz.from_ns_ceil(v.ms_as_ns(name));
         let async_depth = match v.get("async_depth") as u32 {
-            // dd_depth_updated: async_depth = nr_requests.
-            0 => nr_requests,
+            // dd_depth_updated: async_depth = q->nr_requests. It runs at the
+            // switch (dd_init_hctx) with blk_mq_init_sched's pool, and again
+            // when sysfs changes nr_requests, but blk_mq_update_nr_requests
+            // calls it before it stores the new value: async_depth keeps the
+            // pool of the switch (6.1.192).
+            0 => init_nr_requests,
             n => n,
         };
         MqDeadline {
@@ -453,7 +459,8 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
 
 fn build(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
     let nr = mq::nr_requests(v, ctx.queue_depth);
-    Box::new(BlkMq::new(MqDeadline::new(v, nr), nr))
+    let init = mq::default_nr_requests(ctx.queue_depth);
+    Box::new(BlkMq::new(MqDeadline::new(v, nr, init), nr))
 }
 
 #[cfg(test)]
@@ -466,7 +473,7 @@ mod tests {
 
     fn dd(given: &[(&str, f64)]) -> MqDeadline {
         let given: BTreeMap<String, f64> = given.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64)
+        MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64, 64)
     }
 
     fn prio(d: &mut MqDeadline, pid: u32, class: IoClass) {
@@ -619,6 +626,27 @@ mod tests {
         let bio_be = Request { pid: 3, ..read(9, 3, 4992) };
         assert_eq!(d.front_merge_candidate(&bio_be).map(|r| r.id), Some(2));
         assert_eq!(dd(&[("front_merges", 0.0)]).front_merge_candidate(&bio_be), None);
+    }
+
+    /// `blk_mq_update_nr_requests` calls `dd_depth_updated` before it
+    /// stores the new `nr_requests`: raised through sysfs after the switch
+    /// (as the testbed does), `async_depth` stays the switch's pool, 2 at
+    /// queue depth 1, so writes get one tag per word: 4 of 64.
+    #[test]
+    fn async_depth_keeps_the_pool_of_the_switch() {
+        let mut c = crate::sched::testutil::ctx();
+        c.queue_depth = 1;
+        let given: BTreeMap<String, f64> = [("nr_requests".to_string(), 64.0)].into();
+        let (mut e, _) = crate::sched::build(NAME, &given, &c).unwrap();
+        let m = e.as_mq().unwrap();
+        let mut writes = 0;
+        while m.get_tag(&write(0, 0, 0)).is_some() {
+            writes += 1;
+        }
+        assert_eq!(writes, 4);
+        assert!(m.get_tag(&read(0, 0, 0)).is_some(), "sync reads are not limited");
+        let d = MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64, 2);
+        assert_eq!(d.async_depth, 2);
     }
 
     #[test]
