@@ -22,9 +22,15 @@
 //! visible: a work-conserving scheduler has already moved the head away
 //! when the next sequential request arrives.
 //!
+//! On the 6.1 elevators' blk-mq path the queue runs when their hardware
+//! queue says so (an insert, SCHED_RESTART at a completion, an elevator's
+//! kick, the delayed run: `sched::mq`), and at a completion the tasks woken
+//! for a freed tag try for it before the completed request's owner goes on.
+//!
 //! Between a process and the elevator sits the block layer ([`crate::blk`]:
-//! merging, plugging, the request limit); a process's direct I/O goes
-//! through it as bios, and so does the page cache's I/O. The kernel side of
+//! merging, plugging, the request limit; 6.1's blk-mq path for the 6.1
+//! elevators); a process's direct I/O goes through it as bios, and so does
+//! the page cache's I/O. The kernel side of
 //! a process (its bios waiting to be submitted, its sleeps in the block
 //! layer or the page cache) is in `engine/kernel.rs`.
 
