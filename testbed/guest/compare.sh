@@ -57,6 +57,11 @@ while read -r id wl el; do
     quiet
     mark $((2 * id + 1))
     if traced "$el"; then trace_off "$id"; fi
+    # A buffered writer leaves dirty pages: write them back and drop the
+    # cache now, outside the run's markers, so the next run starts clean.
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    quiet
     stats_of $dev >"/share/runs/$id.stats"
     check_stats $dev "run $id ($wl on $el)" rest
     log "run $id: $wl on $el done"

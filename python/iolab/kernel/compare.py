@@ -42,9 +42,12 @@ from iolab.kernel.workloads import WORKLOADS, Workload, fio_job, sim_workload
 DISKS = ["hp97560", "modern7200"]
 ELEVATORS = ["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"]
 MARGIN = 0.05
-# The workloads compared ((a), (b), (c) of docs/kernel.md); the zl* ones
+# The workloads compared ((a) to (h) of docs/kernel.md); the zl* ones
 # measure the guest on a zero-latency disk.
-COMPARED = ["seqreaders", "randseq", "rwmix"]
+COMPARED = ["seqreaders", "randseq", "rwmix", "bufwrite", "aiowrite", "coop", "rtbe", "fsync"]
+# The guest raises nr_requests to this after each switch (testbed/guest/
+# lib.sh set_sched); the simulator's 6.1 elevators get the same.
+GUEST_NR_REQUESTS = 64
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 
 
@@ -462,10 +465,15 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
             disk_tbl["host_overhead_us"] = round(max(dev, 0.0), 3)
         extra = {float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items()
                  if not math.isnan(v)}
+    sched = {"name": name, "label": elevator}
+    if elevator in BUILTIN and elevator != "none":
+        # As in the guest: the tag pool is not the limit (none's tags are
+        # the driver's queue_depth, which sysfs does not let one raise).
+        sched["nr_requests"] = GUEST_NR_REQUESTS
     spec = {
         "name": f"kernel compare: {wl.name} on {disk}, {elevator}",
         "disk": disk_tbl,
-        "scheduler": [{"name": name, "label": elevator}],
+        "scheduler": [sched],
         "workload": sim_workload(wl, extra),
         "run": {"duration_s": runtime, "seed": 1, "repetitions": reps},
     }

@@ -2,14 +2,21 @@
 turned into both a fio job (for the guest) and a simulator spec, so the two
 sides run the same processes on the same sectors.
 
-Each workload is a list of groups of identical closed-loop processes, the
-simulator's ``kind = "processes"`` (docs/spec.md). On the kernel side every
-process is one fio job: ``psync`` with O_DIRECT (so every request is
-synchronous, as ``op_is_sync`` sees an O_DIRECT write too, and nothing is
-cached or read ahead), its own region of the disk placed exactly as the
-simulator's ``placement = "spread"`` places files, ``thinktime`` after each
-completion, and uniform random offsets with replacement (``norandommap``) as
-the simulator draws them.
+Each workload is a list of groups of identical processes, the simulator's
+``kind = "processes"`` (docs/spec.md). On the kernel side every process is one
+fio job: ``psync`` with O_DIRECT by default (so every request is synchronous,
+as ``op_is_sync`` sees an O_DIRECT write too, and nothing is cached or read
+ahead), its own region of the disk placed exactly as the simulator's
+``placement = "spread"`` places files (or every process on the same region,
+``"shared"``), ``thinktime`` after each completion, and uniform random offsets
+with replacement (``norandommap``) as the simulator draws them. A group may
+instead be buffered (``direct=0``: the page cache and write-back), keep
+``iodepth`` requests in flight with libaio (an O_DIRECT write stays REQ_SYNC:
+``rq_sync`` in the simulator), ``fsync`` after each write (a flush), run at an
+I/O priority (fio's ``prioclass``/``prio``: ``ioprio_set``, as ``ionice``), or
+start its processes ``start_interval_ms`` apart (fio's ``startdelay``, each
+job's runtime shortened by as much so that all end together, as the
+simulator's run does).
 """
 
 from __future__ import annotations
@@ -33,9 +40,13 @@ class Group:
     file_mb: int
     think_ms: float = 0.0
     read_fraction: float = 0.7  # for op = "mix"
-    # > 1: fio's libaio with this many in flight (measurement only: the
-    # simulator's processes here are closed-loop with one request)
+    # > 1: fio's libaio with this many in flight (the simulator's
+    # max_outstanding, with REQ_SYNC kept for O_DIRECT)
     iodepth: int = 1
+    direct: bool = True
+    fsync: bool = False
+    ioprio: str | None = None  # "rt/0", "be/4", "idle" (ionice)
+    start_interval_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,7 @@ class Workload:
     name: str
     summary: str
     groups: tuple[Group, ...]
+    placement: str = "spread"  # "spread" | "shared"
 
     def processes(self) -> list[tuple[Group, int]]:
         return [(g, i) for g in self.groups for i in range(g.count)]
@@ -78,6 +90,44 @@ WORKLOADS: dict[str, Workload] = {
             (Group("mix", 2, "random", "mix", 4, 512),
              Group("seq", 2, "sequential", "read", 16, 64, think_ms=2.0)),
         ),
+        # Issue 25: workloads that reach what blk-mq does around the
+        # elevator (merging, plugging, tag hand-off, queue runs, flushes,
+        # BFQ's cooperators).
+        Workload(
+            "bufwrite",
+            "(d) a buffered sequential writer (64 KiB write(2)s: the page cache and write-back, "
+            "plugged and merged) beside 2 synchronous sequential readers (16 KiB, 2 ms think)",
+            (Group("wb", 1, "sequential", "write", 64, 512, direct=False),
+             Group("seq", 2, "sequential", "read", 16, 64, think_ms=2.0)),
+        ),
+        Workload(
+            "aiowrite",
+            "(e) 2 processes keeping 8 random 4 KiB O_DIRECT writes in flight each (libaio; "
+            "REQ_SYNC writes)",
+            (Group("aio", 2, "random", "write", 4, 512, iodepth=8),),
+        ),
+        Workload(
+            "coop",
+            "(f) 4 synchronous sequential readers of one 64 MiB region (16 KiB), started 250 ms "
+            "apart: BFQ's close cooperators (later than its 180 ms burst window)",
+            (Group("seq", 4, "sequential", "read", 16, 64, start_interval_ms=250.0),),
+            placement="shared",
+        ),
+        Workload(
+            "rtbe",
+            "(g) a real-time sequential reader with no think time (16 KiB, ionice -c1) beside 3 "
+            "best-effort random readers (4 KiB)",
+            # the large regions first (see rwmix)
+            (Group("be", 3, "random", "read", 4, 256),
+             Group("rt", 1, "sequential", "read", 16, 64, ioprio="rt/0")),
+        ),
+        Workload(
+            "fsync",
+            "(h) an fsync-heavy writer (4 KiB O_DIRECT writes, fsync after each: a write and a "
+            "flush, a mail queue's pattern) beside 2 synchronous random readers (4 KiB)",
+            (Group("rand", 2, "random", "read", 4, 512),
+             Group("fsync", 1, "sequential", "write", 4, 64, fsync=True)),
+        ),
     ]
 }
 
@@ -99,12 +149,25 @@ def place_spread(sizes: list[int], capacity: int) -> list[int]:
     return starts
 
 
+def place_shared(sizes: list[int], capacity: int) -> list[int]:
+    """The simulator's ``placement = "shared"``: every file from sector 0."""
+    if max(sizes, default=0) > capacity:
+        raise UserError(f"a shared file of {max(sizes) * SECTOR >> 20} MiB does not fit the disk's "
+                        f"{capacity * SECTOR >> 20} MiB")
+    return [0] * len(sizes)
+
+
 def layout(w: Workload, capacity: int) -> list[tuple[Group, int, int, int]]:
     """(group, index, start sector, size in sectors) of every process."""
     procs = w.processes()
     sizes = [g.file_mb * 2048 for g, _ in procs]
-    starts = place_spread(sizes, capacity)
+    place = {"spread": place_spread, "shared": place_shared}[w.placement]
+    starts = place(sizes, capacity)
     return [(g, i, s, n) for (g, i), s, n in zip(procs, starts, sizes)]
+
+
+# fio's prioclass numbers (include/uapi/linux/ioprio.h)
+PRIOCLASS = {"rt": 1, "be": 2, "idle": 3}
 
 
 def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda") -> str:
@@ -142,6 +205,18 @@ def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda"
             lines.append(f"thinktime={round(g.think_ms * 1000)}")
         if g.iodepth > 1:
             lines += ["ioengine=libaio", f"iodepth={g.iodepth}"]
+        if not g.direct:
+            lines.append("direct=0")
+        if g.fsync:
+            lines.append("fsync=1")
+        if g.ioprio:
+            cls, _, level = g.ioprio.partition("/")
+            lines.append(f"prioclass={PRIOCLASS[cls]}")
+            if level:
+                lines.append(f"prio={level}")
+        if g.start_interval_ms > 0 and i > 0:
+            delay_ms = round(g.start_interval_ms * i)
+            lines += [f"startdelay={delay_ms}ms", f"runtime={runtime_s * 1000 - delay_ms}ms"]
         lines.append("")
     return "\n".join(lines)
 
@@ -153,7 +228,7 @@ def sim_workload(w: Workload, extra_think_ms: dict[float, float] | None = None) 
     groups = []
     extra_think_ms = extra_think_ms or {}
     for g in w.groups:
-        if g.iodepth > 1:
+        if g.iodepth > 1 and (g.op == "read" or not g.direct):
             raise ValueError(f"{w.name}: a group with iodepth {g.iodepth} has no simulator counterpart")
         grp = {
             "name": g.name,
@@ -166,8 +241,24 @@ def sim_workload(w: Workload, extra_think_ms: dict[float, float] | None = None) 
         }
         if g.op == "mix":
             grp["read_fraction"] = g.read_fraction
-        think = g.think_ms + extra_think_ms.get(g.think_ms, 0.0)
+        if g.iodepth > 1:
+            # libaio keeps iodepth in flight; an O_DIRECT write is REQ_SYNC
+            grp.update(sync=False, max_outstanding=g.iodepth, rq_sync=True)
+        if not g.direct:
+            grp["direct"] = False
+        if g.fsync:
+            grp["fsync"] = True
+        if g.ioprio:
+            grp["ioprio"] = g.ioprio
+        if g.start_interval_ms > 0:
+            grp["start_interval_ms"] = g.start_interval_ms
+        # The guest's time between a completion and the process's next
+        # request: a synchronous O_DIRECT process's (fio refills a libaio
+        # queue at once; a buffered writer's calls cost what the page cache
+        # model charges).
+        extra = extra_think_ms.get(g.think_ms, 0.0) if g.direct and g.iodepth == 1 else 0.0
+        think = g.think_ms + extra
         if think > 0:
             grp["think"] = {"dist": "constant", "ms": round(think, 4)}
         groups.append(grp)
-    return {"kind": "processes", "placement": "spread", "group": groups}
+    return {"kind": "processes", "placement": w.placement, "group": groups}

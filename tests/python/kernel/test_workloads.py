@@ -25,6 +25,9 @@ def test_spread_placement_matches_the_simulators_rule():
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
 def test_every_workload_fits_the_hp97560_without_overlap(name):
     procs = layout(WORKLOADS[name], HP97560_SECTORS)
+    if WORKLOADS[name].placement == "shared":
+        assert {start for _, _, start, _ in procs} == {0}
+        return
     ends = 0
     for _, _, start, size in procs:
         assert start >= ends and start % 8 == 0
@@ -72,3 +75,27 @@ def test_measured_think_is_added_per_think_time():
     rand, seq = w["group"]
     assert rand["think"] == {"dist": "constant", "ms": 0.3}
     assert seq["think"] == {"dist": "constant", "ms": 1.5}
+
+
+def test_new_workloads_map_to_the_simulators_groups():
+    aio = sim_workload(WORKLOADS["aiowrite"], {0.0: 0.4})["group"][0]
+    assert (aio["sync"], aio["max_outstanding"], aio["rq_sync"]) == (False, 8, True)
+    assert "think" not in aio, "fio refills a libaio queue at once"
+    buf = sim_workload(WORKLOADS["bufwrite"], {0.0: 0.4})["group"][0]
+    assert buf["direct"] is False and "think" not in buf
+    rt = sim_workload(WORKLOADS["rtbe"])["group"][1]
+    assert rt["ioprio"] == "rt/0"
+    fs = sim_workload(WORKLOADS["fsync"], {0.0: 0.4})["group"][1]
+    assert fs["fsync"] is True and fs["think"] == {"dist": "constant", "ms": 0.4}
+    coop = sim_workload(WORKLOADS["coop"])
+    assert coop["placement"] == "shared" and coop["group"][0]["start_interval_ms"] == 250.0
+
+
+def test_fio_jobs_of_the_new_workloads():
+    text = fio_job(WORKLOADS["coop"], HP97560_SECTORS, 20)
+    assert text.count("offset=0\n") == 4
+    assert "startdelay=750ms" in text and "runtime=19250ms" in text, "all end at 20 s"
+    text = fio_job(WORKLOADS["rtbe"], HP97560_SECTORS, 20)
+    assert "prioclass=1\nprio=0" in text
+    assert "direct=0" in fio_job(WORKLOADS["bufwrite"], HP97560_SECTORS, 20)
+    assert "fsync=1" in fio_job(WORKLOADS["fsync"], HP97560_SECTORS, 20)

@@ -47,29 +47,19 @@ impl BlockLayer {
         now: SimTime,
     ) -> Option<(RequestId, Option<RequestId>)> {
         let view = bio.as_request(0, now);
-        let (id, kind) = self.find_merge(bio, &view, elv)?;
+        let (id, kind) = if self.mq { self.mq_find_merge(bio, &view, elv, now)? } else { self.find_merge(bio, &view, elv)? };
         let e = *self.table.get(id).expect("a merge candidate is known");
+        // blk_mq_sched_try_merge asks the elevator again
+        // (blk_mq_sched_allow_merge) before bio_attempt_*_merge.
+        if self.mq && !self.mq_allow(id, &view, elv, now) {
+            return None;
+        }
         // ll_back_merge_fn / ll_front_merge_fn: the size limit.
         if e.rq.nr_sectors + bio.nr_sectors > self.max_sectors {
             self.set_nomerge(id);
             return None;
         }
-        let b = self.bios.push(*bio, now);
-        let mut grown = e.rq;
-        grown.nr_sectors += bio.nr_sectors;
-        let entry = self.table.get_mut(id).expect("known");
-        match kind {
-            MergeKind::Back => {
-                self.bios.link(entry.last_bio, b);
-                entry.last_bio = b;
-            }
-            MergeKind::Front => {
-                self.bios.link(b, entry.first_bio);
-                entry.first_bio = b;
-                grown.sector = bio.sector;
-            }
-        }
-        entry.rq = grown;
+        let grown = self.grow(id, bio, kind, now);
         // The back merge moves the request's end: rehash it.
         self.hash_del(&e.rq);
         self.hash_add(&grown);
@@ -90,6 +80,28 @@ impl BlockLayer {
                 Some((id, None))
             }
         }
+    }
+
+    /// `bio` joins request `id` at its back or front (its bios, extent);
+    /// the request as it is now.
+    pub(super) fn grow(&mut self, id: RequestId, bio: &Bio, kind: MergeKind, now: SimTime) -> Request {
+        let b = self.bios.push(*bio, now);
+        let entry = self.table.get_mut(id).expect("known");
+        let mut grown = entry.rq;
+        grown.nr_sectors += bio.nr_sectors;
+        match kind {
+            MergeKind::Back => {
+                self.bios.link(entry.last_bio, b);
+                entry.last_bio = b;
+            }
+            MergeKind::Front => {
+                self.bios.link(b, entry.first_bio);
+                entry.first_bio = b;
+                grown.sector = bio.sector;
+            }
+        }
+        entry.rq = grown;
+        grown
     }
 
     /// The candidate and the kind of merge, in `elv_merge`'s order.
@@ -126,14 +138,17 @@ impl BlockLayer {
 
     /// `elv_rq_merge_ok`: mergeable (queued, not `REQ_NOMERGE`), same data
     /// direction, and the elevator agrees.
+    /// On the blk-mq path also the same I/O priority (`blk_rq_merge_ok`).
     fn merge_ok(&self, id: RequestId, view: &Request, elv: &dyn Elevator) -> bool {
         match self.table.get(id) {
+            Some(e) if self.mq => e.queued && self.mq_merge_ok(e, view) && elv.allow_merge(&e.elv, view),
             Some(e) => e.queued && !e.nomerge && e.rq.dir == view.dir && elv.allow_merge(&e.elv, view),
             None => false,
         }
     }
 
-    fn set_nomerge(&mut self, id: RequestId) {
+    /// `req_set_nomerge`.
+    pub(super) fn set_nomerge(&mut self, id: RequestId) {
         if let Some(e) = self.table.get_mut(id) {
             e.nomerge = true;
             let rq = e.rq;
@@ -173,12 +188,23 @@ impl BlockLayer {
     /// `attempt_merge`: append `next` to `rq` if both are mergeable,
     /// contiguous, of one data direction, and fit `max_sectors`
     /// (`ll_merge_requests_fn`); the elevator drops `next`
-    /// (`elv_merge_requests`) and the request list frees it.
-    fn attempt_merge(&mut self, rq_id: RequestId, next_id: RequestId, elv: &mut dyn Elevator, now: SimTime) -> bool {
+    /// (`elv_merge_requests`) and the request list frees it. On the
+    /// blk-mq path (6.1's `attempt_merge`) the two must also share an I/O
+    /// priority; `next` may be a new request not in the elevator yet (an
+    /// insert merge); the freed `next` gives its tag back.
+    pub(super) fn attempt_merge(&mut self, rq_id: RequestId, next_id: RequestId, elv: &mut dyn Elevator, now: SimTime) -> bool {
         let (Some(a), Some(b)) = (self.table.get(rq_id).copied(), self.table.get(next_id).copied()) else {
             return false;
         };
-        let mergeable = |e: &Entry| e.queued && !e.nomerge;
+        if self.mq {
+            if rq_id == next_id || !a.queued || a.nomerge || b.nomerge {
+                return false;
+            }
+            if self.prio_of_entry(&a) != self.prio_of_entry(&b) {
+                return false;
+            }
+        }
+        let mergeable = |e: &Entry| (e.queued || self.mq) && !e.nomerge;
         if !mergeable(&a) || !mergeable(&b) || a.rq.end_sector() != b.rq.sector || a.rq.dir != b.rq.dir {
             return false;
         }
@@ -200,7 +226,11 @@ impl BlockLayer {
         elv.merged_requests(&a.elv, &merged, &b.elv, now);
         self.hash_add(&merged);
         self.last_merge = Some(rq_id);
-        self.rl.freed(b.rq.dir, now, &mut self.fx);
+        if self.mq {
+            self.mq_free_merged(&b, elv);
+        } else {
+            self.rl.freed(b.rq.dir, now, &mut self.fx);
+        }
         true
     }
 

@@ -26,13 +26,14 @@
 pub mod bio;
 pub mod limits;
 pub mod merge;
+pub mod mq;
 pub mod plug;
 
 use self::bio::{Bio, BioStore, NIL};
 use self::limits::RequestList;
 use self::plug::Plug;
 use crate::error::{Error, Result};
-use crate::request::{ProcessId, Request, RequestId, SECTOR_BYTES};
+use crate::request::{IoPrio, ProcessId, Request, RequestId, SECTOR_BYTES};
 use crate::sched::Elevator;
 use crate::time::{ms_to_ns, SimTime};
 use serde::{Deserialize, Serialize};
@@ -90,6 +91,18 @@ pub struct QueueSpec {
     /// The most read-ahead reads at once, KiB (`read_ahead_kb`; 2.6.20's
     /// `VM_MAX_READAHEAD`). Buffered reads only.
     pub read_ahead_kb: u32,
+    /// The 6.1 elevators' path: the driver has a dispatch budget
+    /// (`.get_budget`, as SCSI disks do), so blk-mq asks the elevator only
+    /// when the device has room. Off (the default) is virtio-blk's and
+    /// NVMe's case: no budget, so a queue run takes one request more from
+    /// the elevator than the device has driver tags for, and leaves it on
+    /// the dispatch list (`__blk_mq_do_dispatch_sched`).
+    #[serde(skip_serializing_if = "is_false")]
+    pub driver_budget: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for QueueSpec {
@@ -101,6 +114,7 @@ impl Default for QueueSpec {
             unplug_delay_ms: 3.0,
             merges: true,
             read_ahead_kb: VM_MAX_READAHEAD_KB,
+            driver_budget: false,
         }
     }
 }
@@ -191,6 +205,9 @@ pub struct Effects {
     pub timers: Vec<(SimTime, KernelTimer)>,
     /// Processes whose kernel sleep ended, and why.
     pub wake: Vec<(ProcessId, Wake)>,
+    /// Requests merged into another outside a bio's submission (the
+    /// blk-mq path's insert merges): (survivor, gone).
+    pub absorbed: Vec<(RequestId, RequestId)>,
 }
 
 /// What became of a submitted bio.
@@ -222,7 +239,13 @@ struct Entry {
     queued: bool,
     /// `REQ_NOMERGE`: a merge was refused for size; never merge again.
     nomerge: bool,
+    /// The blk-mq path: the request's tag (scheduler tag with an elevator,
+    /// driver tag for `none`); [`NO_TAG`] on the 2.6.20 path.
+    tag: u32,
 }
+
+/// `BLK_MQ_NO_TAG`.
+const NO_TAG: u32 = u32::MAX;
 
 /// Requests by id. Ids are handed out in order and mostly retire in order,
 /// so a ring indexed by `id - base` finds one without hashing.
@@ -275,6 +298,14 @@ pub struct BlockLayer {
     /// Requests handed to the device and not completed (`q->in_flight`).
     in_flight: u32,
     pub fx: Effects,
+    /// The blk-mq path (`mq.rs`) instead of 2.6.20's.
+    mq: bool,
+    /// Each task's plug (blk-mq path).
+    plugs: IntMap<ProcessId, mq::TaskPlug>,
+    /// Each task's I/O priority (blk-mq path: merges need equal ones).
+    ioprio: Vec<IoPrio>,
+    scratch_rqs: Vec<Request>,
+    scratch_pids: Vec<ProcessId>,
 }
 
 /// A bio's completion, as the block layer hands it back.
@@ -304,6 +335,11 @@ impl BlockLayer {
             parked: IntMap::default(),
             in_flight: 0,
             fx: Effects::default(),
+            mq: false,
+            plugs: IntMap::default(),
+            ioprio: Vec::new(),
+            scratch_rqs: Vec::new(),
+            scratch_pids: Vec::new(),
         })
     }
 
@@ -312,20 +348,27 @@ impl BlockLayer {
         self.max_sectors
     }
 
-    /// The queue is plugged: inserts do not start the device.
+    /// The queue is plugged: inserts do not start the device. (The
+    /// blk-mq path has no queue plug, only per-task plugs.)
     pub fn plugged(&self) -> bool {
         self.plug.plugged
     }
 
-    /// Write congestion (`bdi_write_congested`) or read congestion.
+    /// Write congestion (`bdi_write_congested`) or read congestion. The
+    /// blk-mq path has none: 6.1 has no request list to congest (a
+    /// submitter waits for a tag instead) and no bdi congestion flags.
     pub fn congested(&self, dir: crate::request::Dir) -> bool {
-        self.rl.congested(dir)
+        !self.mq && self.rl.congested(dir)
     }
 
     /// Requests a direction may still allocate before it is congested
     /// (0 if it is).
     pub fn congestion_room(&self, dir: crate::request::Dir) -> u32 {
-        self.rl.congestion_room(dir)
+        if self.mq {
+            u32::MAX
+        } else {
+            self.rl.congestion_room(dir)
+        }
     }
 
     /// Requests allocated in a data direction (`q->rq.count[rw]`).
@@ -338,6 +381,9 @@ impl BlockLayer {
     /// unplugs the queue at the end (`if (sync) __generic_unplug_device`).
     pub fn submit(&mut self, bio: Bio, elv: &mut dyn Elevator, now: SimTime) -> Submitted {
         debug_assert!(bio.nr_sectors >= 1 && bio.nr_sectors <= self.max_sectors, "bio larger than max_sectors");
+        if self.mq {
+            return self.mq_submit(bio, elv, now);
+        }
         if self.spec.merges && elv.merges() && elv.queued() > 0 {
             if let Some((into, absorbed)) = self.merge(&bio, elv, now) {
                 if bio.sync {
@@ -366,6 +412,9 @@ impl BlockLayer {
     /// new request if it got one (the process then goes on), `None` if it
     /// sleeps again.
     pub fn retry(&mut self, pid: ProcessId, elv: &mut dyn Elevator, now: SimTime) -> Option<Request> {
+        if self.mq {
+            return self.mq_retry(pid, elv, now);
+        }
         let &(bio, submitted) = self.parked.get(&pid)?;
         self.rl.set_batching(pid, now);
         if !self.rl.get_request(pid, bio.dir, bio.sync, elv, now, &mut self.fx) {
@@ -402,7 +451,7 @@ impl BlockLayer {
             arrival: submitted,
         };
         let b = self.bios.push(bio, submitted);
-        self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued: true, nomerge: false });
+        self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued: true, nomerge: false, tag: NO_TAG });
         if elv.queued() == 0 {
             self.plug.plug(now, self.unplug_delay_ns, &mut self.fx);
         }
@@ -421,6 +470,9 @@ impl BlockLayer {
 
     /// `__generic_unplug_device`: remove the plug and run the queue.
     pub fn unplug(&mut self) {
+        if self.mq {
+            return;
+        }
         if self.plug.unplug() {
             self.fx.run_queue = true;
         }
@@ -461,7 +513,9 @@ impl BlockLayer {
 
     /// The device completed request `id`: free it (`blk_put_request` ->
     /// `freed_request`) and hand back its bios, in order, in `out`.
-    pub fn complete(&mut self, id: RequestId, now: SimTime, out: &mut Vec<Done>) {
+    /// On the blk-mq path the request's tag goes back (`blk_mq_free_request`
+    /// → `blk_mq_put_tag`), which may wake tasks sleeping for one.
+    pub fn complete(&mut self, id: RequestId, now: SimTime, out: &mut Vec<Done>, elv: &mut dyn Elevator) {
         let Some(e) = self.table.remove(id) else {
             debug_assert!(false, "completion of unknown request {id}");
             return;
@@ -473,7 +527,19 @@ impl BlockLayer {
             out.push(Done { bio, submitted, request: id });
             b = next;
         }
-        self.rl.freed(e.rq.dir, now, &mut self.fx);
+        if self.mq {
+            let mut woken = std::mem::take(&mut self.scratch_pids);
+            woken.clear();
+            if let Some(m) = elv.as_mq() {
+                m.put_tag(e.tag, &mut woken);
+            }
+            for &pid in &woken {
+                self.fx.wake.push((pid, Wake::Request));
+            }
+            self.scratch_pids = woken;
+        } else {
+            self.rl.freed(e.rq.dir, now, &mut self.fx);
+        }
     }
 
     /// Requests known (queued or in the device), for tests and checks.

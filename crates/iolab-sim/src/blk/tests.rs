@@ -39,7 +39,7 @@ fn drain(b: &mut BlockLayer, e: &mut dyn Elevator) -> Vec<(u64, u32, usize)> {
         assert_eq!(cur, rq, "the elevator hands out the request as merged");
         e.completed(&rq, T);
         done.clear();
-        b.complete(rq.id, T, &mut done);
+        b.complete(rq.id, T, &mut done, &mut *e);
         let bios: u64 = done.iter().map(|d| d.bio.nr_sectors as u64).sum();
         assert_eq!(bios, rq.nr_sectors as u64, "the bios cover the request");
         out.push((rq.sector, rq.nr_sectors, done.len()));
@@ -183,7 +183,7 @@ fn a_full_request_list_puts_the_submitter_to_sleep_until_a_request_frees() {
     while b.fx.wake.is_empty() {
         let Dispatch::Request(rq) = e.dispatch(T) else { panic!("queued requests") };
         b.dispatched(&rq);
-        b.complete(rq.id, T, &mut done);
+        b.complete(rq.id, T, &mut done, &mut *e);
     }
     assert_eq!(b.fx.wake, vec![(0, Wake::Request)]);
     assert!(b.retry(0, &mut *e, T).is_some(), "woken, it allocates");

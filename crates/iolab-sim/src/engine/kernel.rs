@@ -89,9 +89,25 @@ impl KernelIo {
 impl<O: Observer> Engine<'_, O> {
     /// A process issued a direct operation. True if it was submitted whole
     /// (the process goes on); false if it sleeps for a request.
-    pub(super) fn submit_direct(&mut self, pid: ProcessId, op: IoOp) -> bool {
+    pub(super) fn submit_direct(&mut self, pid: ProcessId, op: IoOp, waits: bool) -> bool {
         let max = self.blk.max_sectors();
         let p = pid as usize;
+        // 6.1 plugs a write(2) to the block device (blkdev_write_iter) and a
+        // direct I/O of several bios (__blkdev_direct_IO), not a one-bio
+        // read (the blk-mq path only; 2.6.20 unplugs the queue instead).
+        let plugged = (op.dir == crate::request::Dir::Write && !op.is_flush()) || op.nr_sectors > max;
+        if plugged {
+            self.blk.start_plug(pid);
+        }
+        let all = self.submit_direct_bios(pid, op, max, p);
+        if all && plugged {
+            self.end_plug(pid, waits);
+        }
+        self.unplug_or_wait(pid, all)
+    }
+
+    /// The bios of a direct operation; true if all were submitted.
+    fn submit_direct_bios(&mut self, pid: ProcessId, op: IoOp, max: u32, p: usize) -> bool {
         if op.nr_sectors <= max {
             // The common case, one bio: submitted without queueing it.
             let bio = Bio {
@@ -102,8 +118,7 @@ impl<O: Observer> Engine<'_, O> {
                 sync: op.sync,
                 origin: Origin::Direct { op: SINGLE },
             };
-            let all = self.submit_bio(bio);
-            return self.unplug_or_wait(pid, all);
+            return self.submit_bio(bio);
         } else {
             let rq = Request {
                 id: 0,
@@ -126,8 +141,18 @@ impl<O: Observer> Engine<'_, O> {
                 at += n as u64;
             }
         }
-        let all = self.submit_queued(pid);
-        self.unplug_or_wait(pid, all)
+        self.submit_queued(pid)
+    }
+
+    /// The end of a plugged call (blk-mq path): a task that now waits for
+    /// its I/O flushes the plug as it sleeps (`blk_flush_plug(plug, true)`:
+    /// the queue runs from kblockd); one that goes on flushes it at
+    /// `blk_finish_plug` (the queue runs at once).
+    fn end_plug(&mut self, pid: ProcessId, waits: bool) {
+        if waits {
+            self.blk.sleep_flush(pid, &mut *self.sched, self.now);
+        }
+        self.blk.finish_plug(pid, &mut *self.sched, self.now);
     }
 
     /// After a process has handed the block layer its direct I/O: if every
@@ -190,6 +215,10 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn apply_effects(&mut self) {
         let fx = &mut self.blk.fx;
         fx.run_queue = false;
+        if !fx.absorbed.is_empty() {
+            self.note_absorbed();
+        }
+        let fx = &mut self.blk.fx;
         if fx.timers.is_empty() && fx.wake.is_empty() {
             if !self.blk.plugged() {
                 self.fill();
@@ -197,6 +226,20 @@ impl<O: Observer> Engine<'_, O> {
             return;
         }
         self.apply_timers_and_wakes();
+    }
+
+    /// Requests merged into another at insertion (blk-mq path).
+    fn note_absorbed(&mut self) {
+        let absorbed = std::mem::take(&mut self.blk.fx.absorbed);
+        for &(into, gone) in &absorbed {
+            self.metrics.absorbed += 1;
+            if let Some(rq) = self.blk.current(into) {
+                self.obs.merged(&rq, Some(gone), self.now);
+            }
+        }
+        let mut absorbed = absorbed;
+        absorbed.clear();
+        self.blk.fx.absorbed = absorbed;
     }
 
     fn apply_timers_and_wakes(&mut self) {
@@ -266,6 +309,8 @@ impl<O: Observer> Engine<'_, O> {
         };
         cache.start(pid, op, &ProcMap(&self.procs));
         self.kio.file_op[pid as usize] = Some((op, self.now));
+        // 6.1 plugs read-ahead (read_pages) and write-back (wb_writeback).
+        self.blk.start_plug(pid);
         let done = self.cache_continue(pid);
         if done {
             self.file_call_returns(pid);
@@ -314,6 +359,7 @@ impl<O: Observer> Engine<'_, O> {
                         self.apply_effects();
                         return false;
                     }
+                    self.blk.finish_plug(pid, &mut *self.sched, self.now);
                     if flusher {
                         self.kio.waits[p] = Some(Wake::Flusher);
                     }
@@ -326,14 +372,17 @@ impl<O: Observer> Engine<'_, O> {
                         self.apply_effects();
                         return false;
                     }
-                    // lock_page -> sync_page: the reader unplugs the queue.
+                    // lock_page -> sync_page: the reader unplugs the queue
+                    // (6.1: the task's plug is flushed as it sleeps).
                     self.blk.unplug();
+                    self.blk.sleep_flush(pid, &mut *self.sched, self.now);
                     self.kio.waits[p] = Some(Wake::Page);
                     self.apply_effects();
                     return false;
                 }
                 CacheStep::Sleep => {
                     debug_assert!(self.kio.queue[p].is_empty());
+                    self.blk.sleep_flush(pid, &mut *self.sched, self.now);
                     self.kio.waits[p] = Some(Wake::Congestion);
                     self.apply_effects();
                     return false;
@@ -371,6 +420,9 @@ impl<O: Observer> Engine<'_, O> {
         }
         let in_cache = self.kio.file_op[p].is_some() || self.cache.as_ref().is_some_and(|c| c.flusher_pid() == pid);
         if in_cache {
+            if why == Wake::Flusher {
+                self.blk.start_plug(pid);
+            }
             if !self.cache_continue(pid) {
                 return Ok(());
             }
@@ -388,6 +440,9 @@ impl<O: Observer> Engine<'_, O> {
             };
         }
         let all = self.submit_queued(pid);
+        if all {
+            self.blk.finish_plug(pid, &mut *self.sched, self.now);
+        }
         if !self.unplug_or_wait(pid, all) {
             return Ok(());
         }
@@ -399,7 +454,11 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn bio_done(&mut self, d: &Done) -> Result<()> {
         let bio = d.bio;
         let view = bio.as_request(d.request, d.submitted);
-        self.metrics.bio_completed(&view, self.now);
+        // A flush moves no data and has no place in the read or write
+        // latencies (fio reports fsync apart).
+        if bio.nr_sectors > 0 {
+            self.metrics.bio_completed(&view, self.now);
+        }
         match bio.origin {
             Origin::Direct { op } => {
                 let rq = if op == SINGLE {
@@ -418,7 +477,13 @@ impl<O: Observer> Engine<'_, O> {
                 let p = bio.pid as usize;
                 self.procs[p].completed(&rq, self.now);
                 if self.state[p] == ProcState::Blocked {
-                    self.run_process(bio.pid)?;
+                    if self.blk.is_mq() {
+                        // It runs after the tasks woken for a tag (complete).
+                        self.state[p] = ProcState::Sleeping;
+                        self.schedule(self.now, Kind::Wake(bio.pid));
+                    } else {
+                        self.run_process(bio.pid)?;
+                    }
                 }
             }
             Origin::Cache { file, page, pages } => {

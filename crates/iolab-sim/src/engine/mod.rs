@@ -22,9 +22,15 @@
 //! visible: a work-conserving scheduler has already moved the head away
 //! when the next sequential request arrives.
 //!
+//! On the 6.1 elevators' blk-mq path the queue runs when their hardware
+//! queue says so (an insert, SCHED_RESTART at a completion, an elevator's
+//! kick, the delayed run: `sched::mq`), and at a completion the tasks woken
+//! for a freed tag try for it before the completed request's owner goes on.
+//!
 //! Between a process and the elevator sits the block layer ([`crate::blk`]:
-//! merging, plugging, the request limit); a process's direct I/O goes
-//! through it as bios, and so does the page cache's I/O. The kernel side of
+//! merging, plugging, the request limit; 6.1's blk-mq path for the 6.1
+//! elevators); a process's direct I/O goes through it as bios, and so does
+//! the page cache's I/O. The kernel side of
 //! a process (its bios waiting to be submitted, its sleeps in the block
 //! layer or the page cache) is in `engine/kernel.rs`.
 
@@ -198,6 +204,8 @@ struct Engine<'o, O: Observer> {
     fired_at: Option<SimTime>,
     /// The last process event or completion.
     last_work: SimTime,
+    /// Scratch for a blk-mq queue run.
+    mq_run: crate::sched::mq::MqRun,
     metrics: Collector,
     obs: &'o mut O,
 }
@@ -275,13 +283,20 @@ pub fn run_observed<O: Observer>(
         elv_timer: None,
         fired_at: None,
         last_work: SimTime::ZERO,
+        mq_run: Default::default(),
         metrics: Collector::new(process_class, classes.len()),
         obs,
     };
     e.parallel = e.disk.max_in_service().clamp(1, e.depth);
+    // A 6.1 elevator takes the blk-mq path: its driver has queue_depth tags.
+    if let Some(m) = e.sched.as_mq() {
+        m.set_driver(cfg.queue_depth, cfg.queue.driver_budget);
+        e.blk.set_mq(true);
+    }
     for (pid, entry) in processes.into_iter().enumerate() {
         e.schedule(entry.start, Kind::Wake(pid as ProcessId));
         e.sched.set_ioprio(pid as ProcessId, entry.process.ioprio());
+        e.blk.set_ioprio(pid as ProcessId, entry.process.ioprio());
         e.procs.push(entry.process);
     }
     e.start_flusher();
@@ -403,7 +418,14 @@ impl<O: Observer> Engine<'_, O> {
         loop {
             match self.procs[p].next(self.now, &mut self.rngs[p]) {
                 step @ (Step::Issue(op) | Step::IssueThenWait(op)) => {
-                    if op.nr_sectors == 0 || op.sector + op.nr_sectors as u64 > self.capacity {
+                    if op.is_flush() && !self.blk.is_mq() {
+                        // 2.6.20's block-device fsync sends no flush
+                        // (blkdev_fsync → sync_blockdev): it is done.
+                        let view = Request { id: 0, pid, sector: 0, nr_sectors: 0, dir: op.dir, sync: true, arrival: self.now };
+                        self.procs[p].completed(&view, self.now);
+                        continue;
+                    }
+                    if (op.nr_sectors == 0 && !op.is_flush()) || op.sector + op.nr_sectors as u64 > self.capacity {
                         return Err(Error::invalid(
                             "workload",
                             format!(
@@ -412,7 +434,7 @@ impl<O: Observer> Engine<'_, O> {
                             ),
                         ));
                     }
-                    if !self.submit_direct(pid, op) {
+                    if !self.submit_direct(pid, op, matches!(step, Step::IssueThenWait(_))) {
                         self.state[p] = ProcState::Kernel;
                         return Ok(());
                     }
@@ -492,6 +514,10 @@ impl<O: Observer> Engine<'_, O> {
     /// full: that case is checked here, inlined, without the call.
     #[inline(always)]
     fn fill(&mut self) {
+        if self.blk.is_mq() {
+            self.mq_fill();
+            return;
+        }
         if self.device_queue.len() + self.in_service.len() < self.depth {
             self.fill_device();
         } else {
@@ -520,6 +546,33 @@ impl<O: Observer> Engine<'_, O> {
                 Dispatch::Nothing => break,
             }
         }
+        self.sync_timer();
+    }
+
+    /// The blk-mq path: carry out a queue run if one is due (the hardware
+    /// queue decides: an insert, SCHED_RESTART at a completion, an
+    /// elevator's kick, the delayed run); the requests it gives the driver
+    /// go to the device, and every request it took from the elevator stops
+    /// being mergeable.
+    fn mq_fill(&mut self) {
+        let mut run = std::mem::take(&mut self.mq_run);
+        run.to_driver.clear();
+        run.pulled.clear();
+        if let Some(m) = self.sched.as_mq() {
+            m.run(self.now, &mut run);
+        }
+        for rq in &run.pulled {
+            self.blk.mq_pulled(rq);
+        }
+        for &rq in &run.to_driver {
+            self.metrics.dispatched += 1;
+            self.blk.dispatched(&rq);
+            self.obs.dispatched(&rq, self.now);
+            self.device_queue.push(rq);
+            self.start_service();
+        }
+        debug_assert!(self.device_queue.len() + self.in_service.len() <= self.depth, "more requests than driver tags");
+        self.mq_run = run;
         self.sync_timer();
     }
 
@@ -562,7 +615,8 @@ impl<O: Observer> Engine<'_, O> {
         } else {
             self.device_queue.remove(idx)
         };
-        let s = self.disk.service(&rq, self.now);
+        // A flush (blk-mq path) is the drive's cache flush.
+        let s = if rq.nr_sectors == 0 { self.disk.flush(self.now) } else { self.disk.service(&rq, self.now) };
         self.metrics.service_started(&s, self.now);
         let done = self.now + s.total_ns;
         self.in_service.push((rq, done));
@@ -580,10 +634,17 @@ impl<O: Observer> Engine<'_, O> {
         self.start_service();
         let mut done = std::mem::take(&mut self.done);
         done.clear();
-        self.blk.complete(rq.id, self.now, &mut done);
-        // The driver's completion path runs the queue (blk_run_queue).
+        self.blk.complete(rq.id, self.now, &mut done, &mut *self.sched);
+        // The driver's completion path runs the queue (blk_run_queue; on
+        // the blk-mq path only through SCHED_RESTART or an elevator's kick).
         self.blk.remove_plug();
         self.fill();
+        if self.blk.is_mq() {
+            // Tasks woken by the freed tag are inside blk_mq_get_tag and
+            // try again first; the completed request's owner must return
+            // to user space and make its next call (bio_done schedules it).
+            self.apply_effects();
+        }
         for d in &done {
             self.bio_done(d)?;
         }

@@ -25,15 +25,24 @@
 //! (`blk_stat_enable_accounting`: `start_time_ns` and `io_start_time_ns`);
 //! its windows are its own timer and sample counts, modelled here.
 //!
-//! Simplified: one CPU, so one software queue per domain and the per-CPU
-//! histograms are one; a token freed wakes the queue at once (the engine
-//! asks for a dispatch after every completion) rather than after
-//! sbitmap's wake batch; no merging.
+//! Requests wait in the software queue's list of their domain
+//! (`kyber_ctx_queue.rq_list`, `kyber_insert_requests`) until a dispatch in
+//! that domain finds its flushed list empty and gets a token: then the
+//! whole list moves to the flushed list (`kyber_flush_busy_kcqs`) and the
+//! oldest goes. A bio merges only into a request still in the software
+//! queue's list (`kyber_bio_merge` → `blk_bio_list_merge`). A dispatch
+//! that finds no token puts the hardware queue on the domain's token wait
+//! queue; a token freed then runs the queue (`kyber_domain_wake`), as the
+//! tokens' wake batch allows (`sbitmap_queue_wake_up`).
+//!
+//! Simplified: one CPU, so one software queue per domain (6.1 has one per
+//! CPU, flushed CPU by CPU: the guest's order differs, docs/schedulers.md)
+//! and the per-CPU histograms are one.
 
 use super::anticipatory::hz::Hz;
-use super::mq::sbitmap::Sbitmap;
-use super::mq::{self, op_is_sync, BlkMq, MqSched, KERNEL_HZ};
-use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use super::mq::sbitmap::{Sbitmap, SbitmapQueue};
+use super::mq::{self, op_is_sync, BlkMq, MergeStyle, MqSched, KERNEL_HZ};
+use super::{Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::request::{Dir, Request, RequestId};
 use crate::time::SimTime;
 use std::collections::{HashMap, VecDeque};
@@ -87,7 +96,7 @@ struct RqInfo {
 
 /// `struct kyber_queue_data` and `struct kyber_hctx_data` (one of each).
 pub struct Kyber {
-    tokens: [Sbitmap; NUM_DOMAINS],
+    tokens: [SbitmapQueue; NUM_DOMAINS],
     latency_buckets: [[[u32; BUCKETS]; 2]; LAT_DOMAINS],
     /// `latency_timeout`, jiffies; 0 = not started.
     latency_timeout: [u64; LAT_DOMAINS],
@@ -95,7 +104,15 @@ pub struct Kyber {
     latency_targets: [u64; LAT_DOMAINS],
     /// The statistics timer's expiry (jiffies), if pending.
     timer: Option<u64>,
+    /// `khd->rqs`: requests flushed from the software queue, per domain.
     rqs: [VecDeque<Request>; NUM_DOMAINS],
+    /// `kcq->rq_list`: requests in the software queue, per domain.
+    kcq: [VecDeque<Request>; NUM_DOMAINS],
+    /// The hardware queue waits for a token of the domain
+    /// (`khd->domain_wait` on a wait queue).
+    token_wait: [bool; NUM_DOMAINS],
+    /// `kyber_domain_wake` asked for a queue run.
+    kick: bool,
     cur_domain: usize,
     batching: u32,
     info: HashMap<RequestId, RqInfo>,
@@ -105,13 +122,16 @@ pub struct Kyber {
 impl Kyber {
     pub fn new(v: &TunableValues) -> Kyber {
         Kyber {
-            tokens: KYBER_DEPTH.map(Sbitmap::new),
+            tokens: KYBER_DEPTH.map(SbitmapQueue::new),
             latency_buckets: [[[0; BUCKETS]; 2]; LAT_DOMAINS],
             latency_timeout: [0; LAT_DOMAINS],
             domain_p99: [-1; LAT_DOMAINS],
             latency_targets: [v.get("read_lat_nsec") as u64, v.get("write_lat_nsec") as u64, DISCARD_TARGET_NS],
             timer: None,
             rqs: Default::default(),
+            kcq: Default::default(),
+            token_wait: [false; NUM_DOMAINS],
+            kick: false,
             cur_domain: 0,
             batching: 0,
             info: HashMap::new(),
@@ -121,7 +141,7 @@ impl Kyber {
 
     /// A domain's current depth (`domain_tokens[d].sb.depth`).
     pub fn depth(&self, domain: usize) -> u32 {
-        self.tokens[domain].depth()
+        self.tokens[domain].sb.depth()
     }
 
     /// `add_latency_sample`.
@@ -167,7 +187,7 @@ impl Kyber {
     /// `kyber_resize_domain`.
     fn resize(&mut self, domain: usize, depth: u32) {
         let depth = depth.clamp(1, KYBER_DEPTH[domain]);
-        if depth != self.tokens[domain].depth() {
+        if depth != self.tokens[domain].sb.depth() {
             self.tokens[domain].resize(depth);
         }
     }
@@ -197,20 +217,46 @@ impl Kyber {
             }
             // Scale the depth by p99 / target (in quarters).
             if bad || p99 >= GOOD_BUCKETS {
-                let orig = self.tokens[d].depth();
+                let orig = self.tokens[d].sb.depth();
                 self.resize(d, (orig * (p99 as u32 + 1)) >> LATENCY_SHIFT);
             }
         }
     }
 
-    /// `kyber_dispatch_cur_domain`: the current domain's oldest request,
-    /// if a token is free.
+    /// `kyber_get_domain_token`: a token of the current domain; without
+    /// one, the hardware queue waits on the domain's tokens (once), and
+    /// tries again.
+    fn get_domain_token(&mut self) -> Option<u32> {
+        let d = self.cur_domain;
+        let mut nr = self.tokens[d].sb.get(None);
+        if nr.is_none() && !self.token_wait[d] {
+            self.tokens[d].prepare_to_wait(HCTX);
+            self.token_wait[d] = true;
+            nr = self.tokens[d].sb.get(None);
+        }
+        if nr.is_some() && self.token_wait[d] {
+            // A token while on the wait queue: off it.
+            self.tokens[d].finish_wait(HCTX);
+            self.token_wait[d] = false;
+        }
+        nr
+    }
+
+    /// `kyber_dispatch_cur_domain`: the current domain's oldest flushed
+    /// request if a token is free; with none flushed, the software queue's
+    /// list is flushed first (only once a token is had, so that requests
+    /// stay mergeable until they can go).
     fn dispatch_cur_domain(&mut self, now: SimTime) -> Option<Request> {
         let d = self.cur_domain;
-        if self.rqs[d].is_empty() {
+        if self.rqs[d].is_empty() && self.kcq[d].is_empty() {
             return None;
         }
-        let token = self.tokens[d].get(None)?;
+        let token = self.get_domain_token()?;
+        if self.rqs[d].is_empty() {
+            // kyber_flush_busy_kcqs (one software queue).
+            let kcq = std::mem::take(&mut self.kcq[d]);
+            self.rqs[d].extend(kcq);
+        }
         self.batching += 1;
         let rq = self.rqs[d].pop_front().expect("not empty");
         if let Some(i) = self.info.get_mut(&rq.id) {
@@ -226,11 +272,11 @@ impl Elevator for Kyber {
         NAME
     }
 
-    /// `kyber_insert_requests`: the tail of its domain's list; the request
-    /// was allocated now (`start_time_ns`).
+    /// `kyber_insert_requests`: the tail of the software queue's list of
+    /// its domain; the request was allocated now (`start_time_ns`).
     fn insert(&mut self, rq: Request, now: SimTime) {
         self.info.insert(rq.id, RqInfo { token: None, start: now, io_start: now });
-        self.rqs[sched_domain(&rq)].push_back(rq);
+        self.kcq[sched_domain(&rq)].push_back(rq);
     }
 
     /// `kyber_dispatch_request`.
@@ -258,7 +304,15 @@ impl Elevator for Kyber {
         let d = sched_domain(rq);
         let Some(info) = self.info.remove(&rq.id) else { return };
         if let Some(t) = info.token {
-            self.tokens[d].clear(t);
+            // rq_clear_domain_token → sbitmap_queue_clear: a wake reaches
+            // the waiting hardware queue (kyber_domain_wake).
+            let mut woken = Vec::new();
+            self.tokens[d].clear(t, &mut woken);
+            if !woken.is_empty() {
+                self.tokens[d].finish_wait(HCTX);
+                self.token_wait[d] = false;
+                self.kick = true;
+            }
         }
         if d == OTHER {
             return;
@@ -283,7 +337,18 @@ impl Elevator for Kyber {
     }
 
     fn queued(&self) -> usize {
-        self.rqs.iter().map(VecDeque::len).sum()
+        self.rqs.iter().chain(&self.kcq).map(VecDeque::len).sum()
+    }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// A bio merged into a request of the software queue's list.
+    fn merged(&mut self, old: &Request, new: &Request, _kind: MergeKind) {
+        if let Some(r) = self.kcq[sched_domain(old)].iter_mut().find(|r| r.id == old.id) {
+            *r = *new;
+        }
     }
 }
 
@@ -291,9 +356,37 @@ impl MqSched for Kyber {
     /// `kyber_limit_depth`: async requests get 75% of each tag word
     /// (`kyber_depth_updated`: `(1 << shift) * 75 / 100`).
     fn limit_depth(&self, rq: &Request, tags: &Sbitmap) -> Option<u32> {
-        (!op_is_sync(rq)).then(|| tags.bits_per_word() * ASYNC_PERCENT / 100)
+        (!op_is_sync(rq)).then(|| async_depth(tags))
+    }
+
+    /// `kyber_depth_updated`: the async depth is the tags' least shallow
+    /// depth (`sbitmap_queue_min_shallow_depth`).
+    fn min_shallow_depth(&self, tags: &Sbitmap) -> Option<u32> {
+        Some(async_depth(tags))
+    }
+
+    fn merge_style(&self) -> MergeStyle {
+        MergeStyle::List
+    }
+
+    /// `kyber_bio_merge`: the software queue's list of the bio's domain,
+    /// newest first.
+    fn bio_merge_list(&self, bio: &Request, out: &mut Vec<Request>) {
+        out.extend(self.kcq[sched_domain(bio)].iter().rev());
+    }
+
+    fn take_kick(&mut self) -> bool {
+        std::mem::take(&mut self.kick)
     }
 }
+
+/// `kqd->async_depth` = `(1 << shift) * KYBER_ASYNC_PERCENT / 100`.
+fn async_depth(tags: &Sbitmap) -> u32 {
+    tags.bits_per_word() * ASYNC_PERCENT / 100
+}
+
+/// The waiter on a domain's tokens: the (one) hardware queue.
+const HCTX: u32 = 0;
 
 /// `kyber_attrs`: the two latency targets, in ns.
 static TUNABLES: [Tunable; 3] = [

@@ -153,6 +153,13 @@ pub trait Elevator: Send {
     fn may_queue(&mut self, _pid: ProcessId, _dir: Dir, _sync: bool) -> MayQueue {
         MayQueue::May
     }
+
+    /// Optional. A Linux 6.1 elevator's blk-mq hardware queue (tags, the
+    /// dispatch list, queue runs: `mq::BlkMq`), which the block layer's
+    /// blk-mq path drives; None for the 2.6.20 elevators.
+    fn as_mq(&mut self) -> Option<&mut dyn mq::MqOps> {
+        None
+    }
 }
 
 /// Where a bio joined a queued request (`ELEVATOR_BACK_MERGE`,

@@ -25,15 +25,23 @@
 //! `read_expire` = 500 ms is 125 jiffies, and a request expires at the
 //! first tick at or after its insertion tick + 125.
 //!
-//! Not modelled: merging (front or back; `front_merges` is accepted), the
-//! at-head dispatch lists (the simulator never inserts at the head: no
-//! requeues, flushes or passthrough), and zoned-device write locking.
+//! Merging: the block layer's blk-mq path (`crate::blk::mq`) merges bios
+//! and requests; mq-deadline gives it `dd_request_merge` (a front merge
+//! with the request of the bio's level and direction that starts where
+//! the bio ends, if `front_merges`), `dd_request_merged` (a front-merged
+//! request is re-sorted), `dd_merged_requests` (the survivor takes the
+//! earlier FIFO place and time; the other leaves) and the sort tree's
+//! neighbours (`elv_rb_former_request`, `elv_rb_latter_request`).
+//!
+//! Not modelled: the at-head dispatch lists (the simulator never inserts at
+//! the head: no requeues, flushes or passthrough), and zoned-device write
+//! locking.
 
 use super::anticipatory::hz::Hz;
 use super::mq::sbitmap::Sbitmap;
-use super::mq::{self, op_is_sync, op_is_write, BlkMq, MqSched, KERNEL_HZ};
+use super::mq::{self, op_is_sync, op_is_write, BlkMq, MergeStyle, MqSched, KERNEL_HZ};
 use super::sortfifo::{Slot, SortFifo};
-use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use super::{Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::request::{IoClass, IoPrio, ProcessId, Request};
 use crate::time::SimTime;
 
@@ -101,6 +109,7 @@ pub struct MqDeadline {
     writes_starved: u32,
     /// `async_depth`, requests (0 until set from `nr_requests`).
     async_depth: u32,
+    front_merges: bool,
     nr_requests: u32,
     /// `prio_aging_expire`, jiffies.
     prio_aging_expire: u64,
@@ -110,13 +119,19 @@ pub struct MqDeadline {
 }
 
 impl MqDeadline {
-    pub fn new(v: &TunableValues, nr_requests: u32) -> MqDeadline {
+    /// `nr_requests` is the pool in use; `init_nr_requests` the one blk-mq
+    /// gave the elevator when it was switched to (`blk_mq_init_sched`).
+    pub fn new(v: &TunableValues, nr_requests: u32, init_nr_requests: u32) -> MqDeadline {
         let hz = Hz::new(KERNEL_HZ);
         // STORE_JIFFIES: msecs_to_jiffies rounds up.
         let j = |name: &str| hz.from_ns_ceil(v.ms_as_ns(name));
         let async_depth = match v.get("async_depth") as u32 {
-            // dd_depth_updated: async_depth = nr_requests.
-            0 => nr_requests,
+            // dd_depth_updated: async_depth = q->nr_requests. It runs at the
+            // switch (dd_init_hctx) with blk_mq_init_sched's pool, and again
+            // when sysfs changes nr_requests, but blk_mq_update_nr_requests
+            // calls it before it stores the new value: async_depth keeps the
+            // pool of the switch (6.1.192).
+            0 => init_nr_requests,
             n => n,
         };
         MqDeadline {
@@ -129,6 +144,7 @@ impl MqDeadline {
             fifo_batch: v.get("fifo_batch") as u32,
             writes_starved: v.get("writes_starved") as u32,
             async_depth,
+            front_merges: v.get("front_merges") != 0.0,
             nr_requests,
             prio_aging_expire: j("prio_aging_expire"),
             hz,
@@ -234,16 +250,11 @@ impl Elevator for MqDeadline {
         NAME
     }
 
-    /// `dd_insert_request`: into the level's tree and FIFO tail, expiring
-    /// `fifo_expire[dir]` jiffies from now.
+    /// `dd_insert_request`: counted, then into the level's tree and FIFO
+    /// tail, expiring `fifo_expire[dir]` jiffies from now.
     fn insert(&mut self, rq: Request, now: SimTime) {
-        let prio = self.prio(rq.pid);
-        let dir = rq.dir.index();
-        let expire_j = self.hz.jiffies(now) + self.fifo_expire[dir];
-        let fifo_time = SimTime(expire_j.saturating_mul(self.hz.jiffy_ns()));
-        let pp = &mut self.per_prio[prio];
-        pp.inserted = pp.inserted.wrapping_add(1);
-        pp.q.add(dir, rq, fifo_time);
+        self.prepare(&rq, now);
+        self.insert_prepared(rq, now);
     }
 
     /// `dd_dispatch_request`: aged requests first, then RT, BE, IDLE,
@@ -282,9 +293,100 @@ impl Elevator for MqDeadline {
     fn queued(&self) -> usize {
         self.per_prio.iter().map(|p| p.q.len()).sum()
     }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// `dd_request_merge`: with `front_merges`, the request of the bio's
+    /// level (its task's I/O class) and data direction that starts where
+    /// the bio ends (`elv_rb_find`).
+    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        if !self.front_merges {
+            return None;
+        }
+        let pp = &self.per_prio[self.prio(bio.pid)];
+        pp.q.find(bio.dir.index(), bio.end_sector()).map(|s| *pp.q.rq(s))
+    }
+
+    /// `elv_rb_former_request`.
+    fn former_request(&self, rq: &Request) -> Option<Request> {
+        let pp = &self.per_prio[self.prio(rq.pid)];
+        let slot = pp.q.slot_of(rq.dir.index(), rq)?;
+        pp.q.sort_prev(slot).map(|s| *pp.q.rq(s))
+    }
+
+    /// `elv_rb_latter_request`.
+    fn latter_request(&self, rq: &Request) -> Option<Request> {
+        let pp = &self.per_prio[self.prio(rq.pid)];
+        let slot = pp.q.slot_of(rq.dir.index(), rq)?;
+        pp.q.sort_next(slot).map(|s| *pp.q.rq(s))
+    }
+
+    /// `dd_request_merged`: the grown request, re-sorted if it grew at its
+    /// front.
+    fn merged(&mut self, old: &Request, new: &Request, _kind: MergeKind) {
+        let pp = &mut self.per_prio[self.prio(old.pid)];
+        if let Some(slot) = pp.q.slot_of(old.dir.index(), old) {
+            pp.q.update(slot, *new);
+        }
+    }
+
+    /// `dd_merged_requests`: if `next` expires first, `rq` takes its FIFO
+    /// place and time; `next` leaves (`deadline_remove_request`: a next
+    /// request that was `next` moves on). `next` may be a request merged
+    /// at insertion, which the levels never held.
+    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, _now: SimTime) {
+        let pp = &mut self.per_prio[self.prio(rq.pid)];
+        let dir = rq.dir.index();
+        let Some(r) = pp.q.slot_of(dir, rq) else {
+            debug_assert!(false, "the survivor of a merge is queued");
+            return;
+        };
+        if let Some(n) = pp.q.slot_of(dir, next) {
+            if pp.q.fifo_time(n) < pp.q.fifo_time(r) {
+                pp.q.take_fifo_place(r, n);
+            }
+            pp.remove(n);
+        }
+        pp.q.update(r, *merged);
+    }
 }
 
 impl MqSched for MqDeadline {
+    /// The count half of `dd_insert_request` (`stats.inserted`), before
+    /// `blk_mq_sched_try_insert_merge`.
+    fn prepare(&mut self, rq: &Request, _now: SimTime) {
+        let pp = &mut self.per_prio[self.prio(rq.pid)];
+        pp.inserted = pp.inserted.wrapping_add(1);
+    }
+
+    /// The rest of `dd_insert_request`.
+    fn insert_prepared(&mut self, rq: Request, now: SimTime) {
+        let prio = self.prio(rq.pid);
+        let dir = rq.dir.index();
+        let expire_j = self.hz.jiffies(now) + self.fifo_expire[dir];
+        let fifo_time = SimTime(expire_j.saturating_mul(self.hz.jiffy_ns()));
+        self.per_prio[prio].q.add(dir, rq, fifo_time);
+    }
+
+    /// `dd_finish_request` of a request freed unstarted (merged): it counts
+    /// as completed, so its level is not left busy.
+    fn freed(&mut self, rq: &Request) {
+        let pp = &mut self.per_prio[self.prio(rq.pid)];
+        pp.completed = pp.completed.wrapping_add(1);
+    }
+
+    fn merge_style(&self) -> MergeStyle {
+        MergeStyle::Hash
+    }
+
+    /// `dd_depth_updated`: `sbitmap_queue_min_shallow_depth(tags, 1)`, so
+    /// the tags wake one sleeper per freed tag.
+    fn min_shallow_depth(&self, _tags: &Sbitmap) -> Option<u32> {
+        Some(1)
+    }
+
     /// `dd_limit_depth`: sync reads are not throttled; everything else
     /// gets `async_depth` scaled to bits per word.
     fn limit_depth(&self, rq: &Request, tags: &Sbitmap) -> Option<u32> {
@@ -321,7 +423,7 @@ static TUNABLES: [Tunable; 8] = [
         min: 0.0,
         max: 1.0,
         default: 1.0,
-        help: "accepted for compatibility; merging is not modelled",
+        help: "look for front merges in the sort tree (dd_request_merge)",
     },
     Tunable {
         name: "async_depth",
@@ -358,7 +460,8 @@ pub const INFO: SchedulerInfo = SchedulerInfo {
 
 fn build(v: &TunableValues, ctx: &SchedContext) -> Box<dyn Elevator> {
     let nr = mq::nr_requests(v, ctx.queue_depth);
-    Box::new(BlkMq::new(MqDeadline::new(v, nr), nr))
+    let init = mq::default_nr_requests(ctx.queue_depth);
+    Box::new(BlkMq::new(MqDeadline::new(v, nr, init), nr))
 }
 
 #[cfg(test)]
@@ -371,7 +474,7 @@ mod tests {
 
     fn dd(given: &[(&str, f64)]) -> MqDeadline {
         let given: BTreeMap<String, f64> = given.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-        MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64)
+        MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64, 64)
     }
 
     fn prio(d: &mut MqDeadline, pid: u32, class: IoClass) {
@@ -496,6 +599,55 @@ mod tests {
         // → it qualifies at tick 25).
         assert_eq!(take(&mut d, ms(96)), 2, "tick 24: not aged");
         assert_eq!(take(&mut d, ms(100)), 0, "tick 25: aged");
+    }
+
+    /// `dd_merged_requests`: the survivor takes the earlier FIFO time and
+    /// place of the request it absorbs; that one leaves the level (and a
+    /// next request that was it moves on); `dd_request_merge` finds front
+    /// merges in the bio's level only.
+    #[test]
+    fn a_merged_request_keeps_the_earlier_fifo_time() {
+        let mut d = dd(&[("fifo_batch", 1.0)]);
+        d.insert(read(1, 0, 1008), ms(0)); // expires at tick 125
+        d.insert(read(2, 0, 5000), ms(100)); // tick 25 → 150
+        d.insert(read(0, 0, 1000), ms(400)); // tick 100 → 225
+        let (rq0, rq1) = (read(0, 0, 1000), read(1, 0, 1008));
+        let merged = Request { nr_sectors: 16, ..rq0 };
+        d.merged_requests(&rq0, &merged, &rq1, ms(400));
+        assert_eq!(d.queued(), 2);
+        let pp = &d.per_prio[BE_PRIO];
+        let first = pp.q.fifo_first(READ).unwrap();
+        assert_eq!(*pp.q.rq(first), merged, "first in the FIFO, in 1's place");
+        assert_eq!(pp.q.fifo_time(first), ms(500), "1's expiry (tick 125)");
+        assert_eq!(take(&mut d, ms(500)), 0, "expired at 1's time");
+        // Front merges: the request of the bio's own level.
+        prio(&mut d, 5, IoClass::Rt);
+        let bio_rt = Request { pid: 5, ..read(9, 5, 4992) };
+        assert_eq!(d.front_merge_candidate(&bio_rt), None);
+        let bio_be = Request { pid: 3, ..read(9, 3, 4992) };
+        assert_eq!(d.front_merge_candidate(&bio_be).map(|r| r.id), Some(2));
+        assert_eq!(dd(&[("front_merges", 0.0)]).front_merge_candidate(&bio_be), None);
+    }
+
+    /// `blk_mq_update_nr_requests` calls `dd_depth_updated` before it
+    /// stores the new `nr_requests`: raised through sysfs after the switch
+    /// (as the testbed does), `async_depth` stays the switch's pool, 2 at
+    /// queue depth 1, so writes get one tag per word: 4 of 64.
+    #[test]
+    fn async_depth_keeps_the_pool_of_the_switch() {
+        let mut c = crate::sched::testutil::ctx();
+        c.queue_depth = 1;
+        let given: BTreeMap<String, f64> = [("nr_requests".to_string(), 64.0)].into();
+        let (mut e, _) = crate::sched::build(NAME, &given, &c).unwrap();
+        let m = e.as_mq().unwrap();
+        let mut writes = 0;
+        while m.get_tag(&write(0, 0, 0)).is_some() {
+            writes += 1;
+        }
+        assert_eq!(writes, 4);
+        assert!(m.get_tag(&read(0, 0, 0)).is_some(), "sync reads are not limited");
+        let d = MqDeadline::new(&resolve_tunables(&INFO, &given, "test").unwrap(), 64, 2);
+        assert_eq!(d.async_depth, 2);
     }
 
     #[test]

@@ -13,7 +13,10 @@
 //!
 //! Plugging (a task's batch of requests, flushed in submission order since
 //! 5.16 — `blk_mq_flush_plug_list` no longer sorts) and merging belong to
-//! the block layer in front of every scheduler and are not modelled here.
+//! the block layer's blk-mq path (`crate::blk::mq`); a request of `none`
+//! merges only in its task's plug: it holds a driver tag from its
+//! allocation and goes to the driver at once, so the software queue that
+//! `blk_bio_list_merge` would search stays empty.
 
 use super::mq::{BlkMq, MqSched};
 use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, TunableValues};
@@ -62,27 +65,28 @@ impl MqSched for NoElevator {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::testutil::{ctx, ms, read, take, write};
+    use crate::sched::mq::MqRun;
+    use crate::sched::testutil::{ctx, ms, read, write};
 
     #[test]
     fn fifo_behind_queue_depth_tags() {
         let mut c = ctx();
         c.queue_depth = 2;
         let mut e = build(&TunableValues::default(), &c);
-        for (i, s) in [900u64, 100, 500].into_iter().enumerate() {
-            e.insert(read(i as u32, i as u32, s), ms(0));
+        let m = e.as_mq().expect("a blk-mq elevator");
+        m.set_driver(2, false);
+        // queue_depth driver tags and no more: the third submitter sleeps.
+        let reqs = [read(0, 0, 900), read(1, 1, 100), read(2, 2, 500), write(3, 3, 50)];
+        assert!(m.get_tag(&reqs[0]).is_some() && m.get_tag(&reqs[1]).is_some());
+        assert_eq!(m.get_tag(&reqs[2]), None);
+        for rq in &reqs[..2] {
+            m.insert_prepared(*rq, ms(0));
         }
-        e.insert(write(3, 3, 50), ms(0));
-        assert_eq!(e.queued(), 4);
-        let a = take(e.as_mut(), ms(0));
-        let b = take(e.as_mut(), ms(0));
-        assert_eq!((a, b), (0, 1), "arrival order, not sector order");
-        assert_eq!(e.dispatch(ms(0)), Dispatch::Nothing, "the others have no tag yet");
-        let rq0 = read(0, 0, 900);
-        e.completed(&rq0, ms(1));
-        assert_eq!(take(e.as_mut(), ms(1)), 2);
-        e.completed(&read(1, 1, 100), ms(2));
-        assert_eq!(take(e.as_mut(), ms(2)), 3);
-        assert_eq!(e.queued(), 0);
+        m.run_hw_queue(true);
+        let mut run = MqRun::default();
+        m.run(ms(0), &mut run);
+        let ids: Vec<_> = run.to_driver.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![0, 1], "arrival order, not sector order");
+        assert_eq!(e.queued(), 0, "nothing waits in the elevator: requests go straight to the driver");
     }
 }

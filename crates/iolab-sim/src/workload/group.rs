@@ -12,11 +12,14 @@
 //! op = "read"                 # read | write | mix (read_fraction)
 //! direct = true               # false: buffered, through the page cache
 //! sync = true                 # direct only; false: max_outstanding in flight
+//! rq_sync = true              # direct: REQ_SYNC even with sync = false (libaio)
+//! fsync = false               # direct sync writes: each followed by a flush
 //! request_kb = 16
 //! file_mb = 64
 //! think = { dist = "constant", ms = 1 }
 //! cpu = { dist = "constant", ms = 0.05 }   # CPU per operation
 //! ioprio = "be/4"             # rt/N, be/N or idle, as ionice sets it
+//! start_interval_ms = 0       # process i starts at start_ms + i * this
 //! ```
 
 use super::pattern::Pattern;
@@ -66,6 +69,18 @@ pub struct GroupSpec {
     pub sync: bool,
     /// Requests in flight at most for `sync = false`.
     pub max_outstanding: u32,
+    /// Direct I/O: the requests' `REQ_SYNC` flag, if not `sync`. An
+    /// O_DIRECT write is `REQ_SYNC` in 2.6.20 and 6.1 alike, waited for or
+    /// not (`dio_bio_write_op`): `rq_sync = true` with `sync = false` is a
+    /// libaio writer; `sync = false` alone is an asynchronous writer whose
+    /// requests the schedulers treat as write-back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rq_sync: Option<bool>,
+    /// Direct writes: each is followed by a cache flush the process waits
+    /// for (`fsync(2)` after a write: the data as a sync write, then
+    /// `blkdev_issue_flush`). Needs `sync = true`.
+    #[serde(skip_serializing_if = "is_false")]
+    pub fsync: bool,
     pub request_kb: f64,
     pub file_mb: f64,
     /// For `pattern = "strided"`: the stride in records.
@@ -74,6 +89,9 @@ pub struct GroupSpec {
     /// CPU time per operation, added to the think time.
     pub cpu: ThinkSpec,
     pub start_ms: f64,
+    /// Process i of the group starts at `start_ms + i * start_interval_ms`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub start_interval_ms: f64,
     /// The process stops issuing at this time (default: never).
     pub stop_ms: Option<f64>,
     /// Passes over the file; 0 = keep going until `stop_ms` or the run ends.
@@ -82,6 +100,14 @@ pub struct GroupSpec {
     /// or `idle`; best effort 4 when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ioprio: Option<IoPrio>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for GroupSpec {
@@ -95,12 +121,15 @@ impl Default for GroupSpec {
             direct: true,
             sync: true,
             max_outstanding: 8,
+            rq_sync: None,
+            fsync: false,
             request_kb: 4.0,
             file_mb: 64.0,
             stride: 2,
             think: ThinkSpec::default(),
             cpu: ThinkSpec::default(),
             start_ms: 0.0,
+            start_interval_ms: 0.0,
             stop_ms: None,
             passes: 0,
             ioprio: None,
@@ -146,6 +175,12 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
     if g.direct && !g.sync && g.max_outstanding == 0 {
         return Err(Error::invalid(format!("{field}.max_outstanding"), "must be at least 1"));
     }
+    if g.fsync && !(g.direct && g.sync && g.op != OpSpec::Read) {
+        return Err(Error::invalid(
+            format!("{field}.fsync"),
+            "needs direct = true, sync = true and writes (op = \"write\" or \"mix\")",
+        ));
+    }
     if g.stride == 0 {
         return Err(Error::invalid(format!("{field}.stride"), "must be at least 1 record"));
     }
@@ -161,6 +196,8 @@ fn phase_for(g: &GroupSpec, field: &str) -> Result<Phase> {
         op,
         direct: g.direct,
         sync: g.sync,
+        rq_sync: g.rq_sync.unwrap_or(g.sync),
+        fsync: g.fsync,
         max_outstanding: g.max_outstanding,
         record_sectors: record as u32,
         stride_records: g.stride,
@@ -189,6 +226,8 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
         let phase = phase_for(g, &field)?;
         let file = kib_to_sectors(&format!("{field}.file_mb"), g.file_mb * 1024.0)?;
         let start = time_field(format!("{field}.start_ms"), g.start_ms)?;
+        limits::check_ms(&format!("{field}.start_interval_ms"), g.start_interval_ms, false)?;
+        let interval = ms_to_ns(g.start_interval_ms);
         let stop = match g.stop_ms {
             Some(ms) => time_field(format!("{field}.stop_ms"), ms)?,
             None => SimTime::NEVER,
@@ -204,7 +243,8 @@ pub fn build(spec: &ProcessesSpec, capacity: u64) -> Result<BuiltWorkload> {
         classes.push(class_name.clone());
         for i in 0..g.count {
             let prio = g.ioprio.unwrap_or_default();
-            pending.push((class, format!("{class_name}.{i}"), start, stop, file, phase.clone(), prio));
+            let at = SimTime(start.ns().saturating_add(interval.saturating_mul(i as u64)));
+            pending.push((class, format!("{class_name}.{i}"), at, stop, file, phase.clone(), prio));
         }
     }
     let page_cache = spec.group.iter().any(|g| !g.direct);
@@ -236,6 +276,38 @@ mod tests {
             placement: Placement::Shared,
             group: vec![GroupSpec { count: 3, pattern: Pattern::Random, direct, file_mb, ..GroupSpec::default() }],
         }
+    }
+
+    /// `start_interval_ms` staggers a group's starts; `rq_sync` sets the
+    /// requests' sync flag apart from waiting; `fsync` needs sync writes.
+    #[test]
+    fn starts_are_staggered_and_the_sync_flag_can_be_set_apart() {
+        let spec = ProcessesSpec {
+            placement: Placement::Shared,
+            group: vec![GroupSpec {
+                count: 4,
+                start_ms: 10.0,
+                start_interval_ms: 250.0,
+                op: OpSpec::Write,
+                sync: false,
+                rq_sync: Some(true),
+                ..GroupSpec::default()
+            }],
+        };
+        let mut built = build(&spec, 1 << 20).unwrap();
+        let starts: Vec<_> = built.processes.iter().map(|p| p.start).collect();
+        assert_eq!(starts, [10, 260, 510, 760].map(|ms| SimTime(ms * 1_000_000)));
+        let mut rng = crate::rng::SimRng::new(1);
+        match built.processes[0].process.next(SimTime::ZERO, &mut rng) {
+            crate::workload::Step::Issue(op) => assert!(op.sync, "REQ_SYNC though not waited for"),
+            other => panic!("{other:?}"),
+        }
+        let bad = ProcessesSpec {
+            placement: Placement::Spread,
+            group: vec![GroupSpec { fsync: true, op: OpSpec::Read, ..GroupSpec::default() }],
+        };
+        let e = build(&bad, 1 << 20).err().unwrap().to_string();
+        assert!(e.contains("fsync"), "{e}");
     }
 
     #[test]

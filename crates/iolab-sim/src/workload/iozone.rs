@@ -100,6 +100,8 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
         direct: spec.direct,
         // O_DIRECT: the process waits for every record; writes are WRITE_SYNC.
         sync: true,
+        rq_sync: true,
+        fsync: false,
         max_outstanding: 1,
         record_sectors: record as u32,
         stride_records: 1,

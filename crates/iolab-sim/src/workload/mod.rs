@@ -27,13 +27,26 @@ pub mod think;
 pub mod trace;
 pub mod web;
 
-/// One request a process wants to submit.
+/// One request a process wants to submit. No sectors: a cache flush
+/// (`REQ_OP_FLUSH` with `REQ_PREFLUSH`, what `fsync(2)` ends with).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct IoOp {
     pub sector: u64,
     pub nr_sectors: u32,
     pub dir: Dir,
     pub sync: bool,
+}
+
+impl IoOp {
+    /// An empty flush (`blkdev_issue_flush`).
+    pub fn flush() -> IoOp {
+        IoOp { sector: 0, nr_sectors: 0, dir: Dir::Write, sync: true }
+    }
+
+    /// A cache flush rather than data.
+    pub fn is_flush(&self) -> bool {
+        self.nr_sectors == 0
+    }
 }
 
 /// What a process does next.

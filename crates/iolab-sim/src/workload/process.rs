@@ -49,6 +49,12 @@ pub struct Phase {
     pub direct: bool,
     /// Direct I/O only: synchronous (closed loop) or asynchronous.
     pub sync: bool,
+    /// Direct I/O only: the requests' sync flag (`REQ_SYNC`), whether the
+    /// process waits for them or not.
+    pub rq_sync: bool,
+    /// Direct writes only: each write is followed by a cache flush that
+    /// the process waits for too (`fsync(2)` → `blkdev_issue_flush`).
+    pub fsync: bool,
     /// Requests in flight at most (asynchronous direct phases).
     pub max_outstanding: u32,
     pub record_sectors: u32,
@@ -113,6 +119,9 @@ pub struct PatternProcess {
     phase_bytes: u64,
     /// Its I/O priority (`ionice`).
     pub ioprio: IoPrio,
+    /// A flush is due before the next operation (an fsync phase's write
+    /// completed).
+    flush_due: bool,
 }
 
 impl PatternProcess {
@@ -143,6 +152,7 @@ impl PatternProcess {
             phase_start: None,
             phase_bytes: 0,
             ioprio: IoPrio::default(),
+            flush_due: false,
         }
     }
 
@@ -158,7 +168,7 @@ impl PatternProcess {
         while let Some(p) = self.phases.get(self.phase) {
             // A phase ends when its last request completes (IOzone runs its
             // tests one after the other).
-            if p.ops.is_some_and(|n| self.done >= n) && self.outstanding == 0 {
+            if p.ops.is_some_and(|n| self.done >= n) && self.outstanding == 0 && !self.flush_due {
                 if let Some(start) = self.phase_start.take() {
                     let name = p.name;
                     self.timings.push(PhaseTiming { phase: name, start, end: now, bytes: self.phase_bytes });
@@ -203,6 +213,16 @@ impl Process for PatternProcess {
         };
         let p = &self.phases[pi];
         let (outstanding, done) = (self.outstanding, self.done);
+        if self.flush_due {
+            if outstanding > 0 {
+                return Step::Wait;
+            }
+            // fsync after the write: the flush, waited for, before anything
+            // else (a think, the next write, the end).
+            self.flush_due = false;
+            self.outstanding += 1;
+            return Step::IssueThenWait(IoOp::flush());
+        }
         if stopped || p.ops.is_some_and(|n| done >= n) {
             return if outstanding > 0 { Step::Wait } else { Step::Exit };
         }
@@ -246,8 +266,9 @@ impl Process for PatternProcess {
             let sectors = p.record_sectors;
             return Step::File(FileOp { file: 0, page, pages: (end - page) as u32, dir, partial, sectors });
         }
-        let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.sync };
+        let op = IoOp { sector: self.region_start + idx * rec, nr_sectors: p.record_sectors, dir, sync: p.rq_sync };
         self.outstanding += 1;
+        self.flush_due = p.fsync && dir == Dir::Write;
         // Asked again at once, the checks above would answer Wait: the
         // same instant (not stopped), and `current` moves on only with
         // nothing outstanding.
@@ -288,6 +309,8 @@ mod tests {
             op: OpKind::Read,
             direct: true,
             sync,
+            rq_sync: sync,
+            fsync: false,
             max_outstanding,
             record_sectors: 8,
             stride_records: 1,
@@ -311,6 +334,31 @@ mod tests {
         p.completed(&rq(100), t);
         assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
         assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(IoOp { sector: 108, .. })));
+    }
+
+    /// `fsync = true`: each write is followed by a flush, waited for,
+    /// before the think and the next write.
+    #[test]
+    fn an_fsync_phase_flushes_after_each_write_before_thinking() {
+        let mut rng = SimRng::new(1);
+        let mut ph = phase(true, 1);
+        ph.op = OpKind::Write;
+        ph.fsync = true;
+        ph.ops = Some(2);
+        let mut p = PatternProcess::new(0, 100, 64, SimTime::NEVER, vec![ph]);
+        let t = SimTime::ZERO;
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(IoOp { sector: 100, nr_sectors: 8, .. })));
+        assert_eq!(p.next(t, &mut rng), Step::Wait);
+        p.completed(&rq(100), t);
+        assert_eq!(p.next(t, &mut rng), Step::IssueThenWait(IoOp::flush()));
+        assert_eq!(p.next(t, &mut rng), Step::Wait);
+        p.completed(&rq(0), t);
+        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS));
+        assert!(matches!(p.next(t, &mut rng), Step::IssueThenWait(IoOp { sector: 108, .. })));
+        p.completed(&rq(108), t);
+        assert_eq!(p.next(t, &mut rng), Step::IssueThenWait(IoOp::flush()), "the last write too");
+        p.completed(&rq(0), t);
+        assert_eq!(p.next(t, &mut rng), Step::Exit);
     }
 
     #[test]

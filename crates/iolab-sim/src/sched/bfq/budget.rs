@@ -88,6 +88,7 @@ impl Bfq {
             self.set_budget_timeout(id);
         }
         self.in_service = id;
+        self.in_serv_last_pos = 0;
         id
     }
 
@@ -197,7 +198,9 @@ impl Bfq {
             self.update_rate_reset(None);
         }
         self.last_completion = now_ns;
-        self.last_completed_rq_bfqq = Some(id);
+        // A shared queue never becomes a waker: "a false waker will
+        // unjustly steal bandwidth to its supposedly woken queue".
+        self.last_completed_rq_bfqq = if self.queues[id].coop { None } else { Some(id) };
         let q = &self.queues[id];
         if q.softrt_update && q.dispatched == 0 && q.rqs.is_empty() && q.wr_coeff != self.p.wr_coeff {
             self.queues[id].soft_rt_next_start = self.softrt_next_start(id);
@@ -207,6 +210,8 @@ impl Bfq {
                 if self.queues[id].dispatched == 0 {
                     self.arm_slice_timer(id);
                 }
+                // Idling (or about to): no dispatch is scheduled.
+                return;
             } else if self.may_expire_for_budg_timeout(id) {
                 self.bfqq_expire(id, false, Reason::BudgetTimeout);
             } else if self.queues[id].rqs.is_empty()
@@ -215,8 +220,9 @@ impl Bfq {
                 self.bfqq_expire(id, false, Reason::NoMoreRequests);
             }
         }
-        // bfq_schedule_dispatch: the engine runs the queue after every
-        // completion anyway.
+        if self.rq_in_driver == 0 {
+            self.schedule_dispatch();
+        }
     }
 
     /// `__bfq_bfqq_recalc_budget`: the next budget from how this one
@@ -331,6 +337,11 @@ impl Bfq {
     /// requests is requeued. No queue is in service after.
     pub(super) fn expire_inner(&mut self, id: QueueId, reason: Reason) {
         let now_j = self.jif();
+        // A shared queue whose processes no longer work close together
+        // is to be split again.
+        if self.queues[id].coop && self.queues[id].seeky() {
+            self.queues[id].split_coop = true;
+        }
         let keep = reason == Reason::Preempted && self.idling_needed_for_service_guarantees(id);
         if self.queues[id].rqs.is_empty() && !keep {
             if self.queues[id].dispatched == 0 {
@@ -339,6 +350,10 @@ impl Bfq {
             self.del_bfqq_busy(id, true);
         } else {
             self.requeue_bfqq(id, true);
+            // Resort the tree of potential close cooperators.
+            if !self.nonrot_with_queueing && !self.queues[id].rqs.is_empty() {
+                self.pos_tree_add_move(id);
+            }
         }
         self.reset_in_service();
         self.maybe_free(id);

@@ -89,9 +89,11 @@ impl Bfq {
         } else if self.queues[id].queued == [0, 0] {
             Reason::TooIdle
         } else {
+            self.schedule_dispatch();
             return;
         };
         self.bfqq_expire(id, true, reason);
+        self.schedule_dispatch();
     }
 
     /// `bfq_update_hw_tag`: once enough samples saw more than 3 requests

@@ -13,11 +13,20 @@
 //! shared queue within a second (traced in the guest with the blk tracer:
 //! "scheduling merge with queue", "bfqSHARED-S"; docs/schedulers.md).
 //!
-//! Not modelled: merging by position (the in-service queue's last sector
-//! and the `rq_pos_tree` of close cooperators, `bfq_find_close_cooperator`)
-//! and therefore splitting (`bfq_split_bfqq`; stably merged queues are
-//! never split, `bic->stably_merged`), and the state a merged queue saves
-//! for a later split (`bfq_bfqq_save_state`).
+//! Merging by position ("close cooperators", issue 25): early in a sync
+//! queue's life (`bfq_too_late_for_merging`: within HZ/10 of its first
+//! service since it last became backlogged), a request or bio within
+//! `BFQQ_CLOSE_THR` of where the in-service queue's last request ended, or
+//! of another queue's next request in the `rq_pos_tree`
+//! (`bfq_find_close_cooperator`), redirects its process to that queue, at
+//! insertion (`__bfq_insert_request`) or at a bio merge
+//! (`bfq_allow_bio_merge`). A shared queue is `coop`: it never becomes a
+//! waker, and found seeky at an expiry it is split at its processes' next
+//! requests (`bfq_split_bfqq`; stably merged processes stay).
+//!
+//! Not modelled: the state a merged queue saves for a later split
+//! (`bfq_bfqq_save_state`, `bfq_bfqq_resume_state`): a split process's
+//! queue starts afresh.
 
 use super::queue::QueueId;
 use super::Bfq;
@@ -28,6 +37,10 @@ use crate::request::ProcessId;
 const ACTIVATION_STABLE_MERGING_MS: u64 = 600;
 /// `bfq_late_stable_merging`, ms: how long a scheduled merge waits.
 const LATE_STABLE_MERGING_MS: u64 = 600;
+/// `BFQQ_CLOSE_THR`, sectors: a request this near is a cooperator's.
+const CLOSE_THR: u64 = 8 * 1024;
+/// `bfq_merge_time_limit` = HZ/10, jiffies.
+const MERGE_TIME_LIMIT_J: i64 = super::KERNEL_HZ as i64 / 10;
 
 impl Bfq {
     /// `bfq_do_or_sched_stable_merge`, for the new sync queue `id` of
@@ -61,11 +74,16 @@ impl Bfq {
         id
     }
 
-    /// `bfq_setup_cooperator`, the part modelled: a merge already set up
-    /// is followed to its end; a scheduled stable merge is done (or
-    /// dropped) once both the queue and its last split are
-    /// `bfq_late_stable_merging` old.
-    pub(super) fn setup_cooperator(&mut self, id: QueueId, pid: ProcessId) -> Option<QueueId> {
+    /// `bfq_setup_cooperator`: the queue a request (or bio) at `pos` of
+    /// `pid`'s queue `id` is to go to, if a merge is set up: a merge set
+    /// up already, followed to its end; a scheduled stable merge, done (or
+    /// dropped) once the queue and its last split are
+    /// `bfq_late_stable_merging` old; else, on a rotational device or one
+    /// without queueing, a close cooperator: the queue in service if `pos`
+    /// is within `BFQQ_CLOSE_THR` of where its last request ended, else the
+    /// queue whose next request is closest to `pos`
+    /// (`bfq_find_close_cooperator`), if `bfq_may_be_close_cooperator`.
+    pub(super) fn setup_cooperator(&mut self, id: QueueId, pid: ProcessId, pos: Option<u64>) -> Option<QueueId> {
         if let Some(mut new) = self.queues[id].new_bfqq {
             while let Some(next) = self.queues[new].new_bfqq {
                 new = next;
@@ -79,20 +97,125 @@ impl Bfq {
         let late = self.ms_to_j(LATE_STABLE_MERGING_MS);
         let q = &self.queues[id];
         let (sync, just_created, split, created) = (q.sync, q.just_created, q.split_time, q.creation_time);
-        let target = self.bic(pid).stable_merge?;
-        if !sync || just_created || now_j <= split + late || now_j <= created + late {
+        let stable = self.bic(pid).stable_merge;
+        if let Some(target) = stable.filter(|_| sync && !just_created && now_j > split + late && now_j > created + late) {
+            let proc_ref = self.queues[id].process_refs.min(self.queues[target].process_refs);
+            // The scheduled merge is done or dropped here (bfq_put_stable_ref).
+            self.bic(pid).stable_merge = None;
+            self.put_stable_ref(target);
+            if self.idling_boosts_thr_without_issues(id) || proc_ref == 0 {
+                return None;
+            }
+            let new = self.setup_merge(id, target)?;
+            self.mark_stably_merged(pid, new);
+            return Some(new);
+        }
+        // Close cooperators: only early in a queue's life.
+        if self.too_late_for_merging(id) {
             return None;
         }
-        let proc_ref = self.queues[id].process_refs.min(self.queues[target].process_refs);
-        // The scheduled merge is done or dropped here (bfq_put_stable_ref).
-        self.bic(pid).stable_merge = None;
-        self.put_stable_ref(target);
-        if self.idling_boosts_thr_without_issues(id) || proc_ref == 0 {
+        let pos = pos?;
+        // "If there is only one backlogged queue, don't search."
+        if self.tot_busy_queues() == 1 {
             return None;
         }
-        let new = self.setup_merge(id, target)?;
-        self.mark_stably_merged(pid, new);
-        Some(new)
+        if let Some(ins) = self.in_service.filter(|&ins| ins != id) {
+            if pos.abs_diff(self.in_serv_last_pos) <= CLOSE_THR && self.may_be_close_cooperator(id, ins) {
+                if let Some(new) = self.setup_merge(id, ins) {
+                    return Some(new);
+                }
+            }
+        }
+        let new = self.find_close_cooperator(id, pos)?;
+        if !self.may_be_close_cooperator(id, new) {
+            return None;
+        }
+        self.setup_merge(id, new)
+    }
+
+    /// `bfq_too_late_for_merging`: the queue has had service since it last
+    /// became backlogged, and its first of it was more than
+    /// `bfq_merge_time_limit` (HZ/10) ago.
+    pub(super) fn too_late_for_merging(&self, id: QueueId) -> bool {
+        let q = &self.queues[id];
+        q.service_from_backlogged > 0 && self.jif() > q.first_io_time + MERGE_TIME_LIMIT_J
+    }
+
+    /// `bfq_may_be_close_cooperator`: `new` not too late, neither of the
+    /// idle class, the same class, neither seeky, both sync.
+    fn may_be_close_cooperator(&self, id: QueueId, new: QueueId) -> bool {
+        let (q, n) = (&self.queues[id], &self.queues[new]);
+        !self.too_late_for_merging(new)
+            && !q.class_idle()
+            && !n.class_idle()
+            && q.ioprio_class == n.ioprio_class
+            && !q.seeky()
+            && !n.seeky()
+            && q.sync
+            && n.sync
+    }
+
+    /// `bfq_pos_tree_add_move`: the queue (re)enters the request-position
+    /// tree at its next request's sector, unless it is too late for
+    /// merging, of the idle class, without a next request, or another
+    /// queue holds that sector.
+    pub(super) fn pos_tree_add_move(&mut self, id: QueueId) {
+        self.queues[id].pos_key = None;
+        if self.too_late_for_merging(id) || self.queues[id].class_idle() {
+            return;
+        }
+        let Some(rq) = self.next_request(id) else { return };
+        if self.queues.iter().any(|q| q.pos_key == Some(rq.sector)) {
+            return;
+        }
+        self.queues[id].pos_key = Some(rq.sector);
+    }
+
+    /// `bfq_find_close_cooperator` → `bfqq_find_close`: the queue of the
+    /// tree at `pos`; else the neighbour `bfq_rq_pos_tree_lookup` stops at
+    /// if its next request is within `BFQQ_CLOSE_THR`, else the next one
+    /// towards `pos` on the other side, if within. Which of the two
+    /// neighbours the rb-tree walk stops at depends on the tree's shape;
+    /// the simulator looks at the nearer first (the lower on a tie).
+    fn find_close_cooperator(&self, cur: QueueId, pos: u64) -> Option<QueueId> {
+        let mut pred: Option<(u64, QueueId)> = None;
+        let mut succ: Option<(u64, QueueId)> = None;
+        for (i, q) in self.queues.iter().enumerate() {
+            let Some(k) = q.pos_key else { continue };
+            if k == pos {
+                return (i != cur).then_some(i);
+            }
+            if k < pos && pred.is_none_or(|(pk, _)| k > pk) {
+                pred = Some((k, i));
+            }
+            if k > pos && succ.is_none_or(|(sk, _)| k < sk) {
+                succ = Some((k, i));
+            }
+        }
+        let order = match (pred, succ) {
+            (Some(p), Some(s)) if s.0 - pos < pos - p.0 => [Some(s), Some(p)],
+            (p, s) => [p, s],
+        };
+        let close = order.into_iter().flatten().find(|&(k, _)| k.abs_diff(pos) <= CLOSE_THR)?;
+        (close.1 != cur).then_some(close.1)
+    }
+
+    /// `bfq_split_bfqq`: `pid` leaves the shared queue `id`; if it was its
+    /// last process the queue is simply its own again (returned),
+    /// otherwise it needs a new queue (None). The state the kernel saved
+    /// at the merge for this moment (`bfq_bfqq_save_state`,
+    /// `bfq_bfqq_resume_state`: think time, I/O-boundness, weight raising,
+    /// injection) is not kept: the new queue starts afresh.
+    pub(super) fn split_bfqq(&mut self, pid: ProcessId, id: QueueId) -> Option<QueueId> {
+        if self.queues[id].process_refs == 1 && self.queues[id].new_bfqq.is_none() {
+            self.queues[id].coop = false;
+            self.queues[id].split_coop = false;
+            return Some(id);
+        }
+        self.bic(pid).sync_q = None;
+        self.put_cooperator(id);
+        self.release_process_ref(id);
+        None
     }
 
     /// `bic->stably_merged` for `pid` and for the process that owns `new`
@@ -173,6 +296,7 @@ impl Bfq {
             self.bic(pid).stable_merge = None;
             self.put_stable_ref(new);
         }
+        self.queues[new].coop = true;
         self.queues[new].bic_set = false;
         self.queues[id].bic_set = false;
         self.reassign_last_bfqq(id, Some(new));

@@ -44,8 +44,8 @@ mod tests;
 
 use super::anticipatory::hz::Hz;
 use super::mq::sbitmap::Sbitmap;
-use super::mq::{self, op_is_sync, op_is_write, BlkMq, MqSched, KERNEL_HZ};
-use super::{Dispatch, Elevator, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use super::mq::{self, op_is_sync, op_is_write, BlkMq, MergeStyle, MqSched, KERNEL_HZ};
+use super::{Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::request::{IoClass, IoPrio, ProcessId, Request, RequestId};
 use crate::time::SimTime;
 use queue::{BfqQueue, QueueId};
@@ -293,6 +293,8 @@ pub struct Bfq {
     idle_timer: Option<SimTime>,
     in_service: Option<QueueId>,
     last_position: u64,
+    /// `in_serv_last_pos`: where the in-service queue's last request ended.
+    in_serv_last_pos: u64,
     last_completion: i64,
     last_completed_rq_bfqq: Option<QueueId>,
     last_empty_occupied_ns: i64,
@@ -326,6 +328,8 @@ pub struct Bfq {
     nr_requests: u32,
     /// The queue of each request in BFQ or the device (`RQ_BFQQ`).
     rq_queue: HashMap<RequestId, QueueId>,
+    /// `bfq_schedule_dispatch` asked for a queue run.
+    kick: bool,
 }
 
 impl Bfq {
@@ -356,6 +360,7 @@ impl Bfq {
             idle_timer: None,
             in_service: None,
             last_position: 0,
+            in_serv_last_pos: 0,
             last_completion: LONG_AGO,
             last_completed_rq_bfqq: None,
             last_empty_occupied_ns: LONG_AGO,
@@ -385,6 +390,7 @@ impl Bfq {
             full_depth_shift: 0,
             nr_requests,
             rq_queue: HashMap::new(),
+            kick: false,
         };
         b.update_depths(&Sbitmap::new(nr_requests.max(1)));
         b
@@ -398,6 +404,32 @@ impl Bfq {
     /// `ktime_get_ns()` now.
     fn ns(&self) -> i64 {
         self.t.ns() as i64
+    }
+
+    /// `bfq_schedule_dispatch`: run the hardware queues (from kblockd) if
+    /// BFQ holds requests.
+    pub(crate) fn schedule_dispatch(&mut self) {
+        if self.queued != 0 {
+            self.kick = true;
+        }
+    }
+
+    /// The queue a bio of `bio`'s process and kind would join
+    /// (`bfq_bio_merge`: `bfqd->bio_bfqq = bic_to_bfqq(bic, op_is_sync)`).
+    fn bio_bfqq(&self, bio: &Request) -> Option<QueueId> {
+        let bic = self.bics.get(bio.pid as usize)?;
+        if op_is_sync(bio) {
+            bic.sync_q
+        } else {
+            bic.async_q
+        }
+    }
+
+    /// A queued request's queue and slot.
+    fn slot_of(&self, rq: &Request) -> Option<(QueueId, super::sortfifo::Slot)> {
+        let &id = self.rq_queue.get(&rq.id)?;
+        let slot = self.queues[id].rqs.slot_of(0, rq)?;
+        Some((id, slot))
     }
 
     /// `bfq_tot_busy_queues`.
@@ -474,8 +506,8 @@ impl Elevator for Bfq {
     /// `bfq_insert_request`: `bfq_init_rq` (the queue, its allocation
     /// count, the burst check) then `__bfq_insert_request`.
     fn insert(&mut self, rq: Request, now: SimTime) {
-        let id = self.init_rq(&rq, now);
-        self.insert_request(id, rq, now);
+        self.prepare(&rq, now);
+        self.insert_prepared(rq, now);
     }
 
     /// `bfq_dispatch_request` → `__bfq_dispatch_request`.
@@ -548,9 +580,146 @@ impl Elevator for Bfq {
     fn queued(&self) -> usize {
         self.queued as usize
     }
+
+    fn merges(&self) -> bool {
+        true
+    }
+
+    /// `bfq_request_merge` → `bfq_find_rq_fmerge`: the request of the bio's
+    /// queue that starts where the bio ends.
+    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        let id = self.bio_bfqq(bio)?;
+        let rqs = &self.queues[id].rqs;
+        rqs.find(0, bio.end_sector()).map(|s| *rqs.rq(s))
+    }
+
+    /// `bfq_allow_bio_merge` without its cooperator merge (see
+    /// [`MqSched::allow_bio_merge`]): never a sync bio into an async
+    /// request, and only into a request of the queue the bio would join.
+    fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
+        if op_is_sync(bio) && !op_is_sync(rq) {
+            return false;
+        }
+        let Some(id) = self.bio_bfqq(bio) else { return false };
+        self.rq_queue.get(&rq.id) == Some(&id)
+    }
+
+    /// `elv_rb_former_request` in the request's queue.
+    fn former_request(&self, rq: &Request) -> Option<Request> {
+        let (id, slot) = self.slot_of(rq)?;
+        let rqs = &self.queues[id].rqs;
+        rqs.sort_prev(slot).map(|s| *rqs.rq(s))
+    }
+
+    /// `elv_rb_latter_request` in the request's queue.
+    fn latter_request(&self, rq: &Request) -> Option<Request> {
+        let (id, slot) = self.slot_of(rq)?;
+        let rqs = &self.queues[id].rqs;
+        rqs.sort_next(slot).map(|s| *rqs.rq(s))
+    }
+
+    /// `bfq_request_merged`: a request that grew at its front to before
+    /// its predecessor is re-sorted, and the queue's next request chosen
+    /// again between the old one and it (`bfq_choose_req`; a change
+    /// refits the budget, `bfq_updated_next_req`).
+    fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
+        let Some((id, slot)) = self.slot_of(old) else { return };
+        let rqs = &self.queues[id].rqs;
+        let moved = kind == MergeKind::Front && rqs.sort_prev(slot).is_some_and(|p| new.sector < rqs.rq(p).sector);
+        self.queues[id].rqs.update(slot, *new);
+        if moved {
+            let prev = self.queues[id].next_rq;
+            let next = self.choose_req(id, prev, Some(slot), self.last_position);
+            self.queues[id].next_rq = next;
+            if prev != next {
+                self.updated_next_req(id);
+                if !self.nonrot_with_queueing {
+                    self.pos_tree_add_move(id);
+                }
+            }
+        }
+    }
+
+    /// `bfq_requests_merged`: in one queue, `rq` takes the FIFO place and
+    /// time of an older `next`, and its place as next request; `next`
+    /// leaves BFQ (`bfq_remove_request`) if it was queued (a request
+    /// merged at insertion was not).
+    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, now: SimTime) {
+        self.t = now;
+        let Some((id, r)) = self.slot_of(rq) else { return };
+        if let Some((nid, n)) = self.slot_of(next) {
+            if nid == id {
+                let rqs = &self.queues[id].rqs;
+                if rqs.fifo_time(n) < rqs.fifo_time(r) {
+                    self.queues[id].rqs.take_fifo_place(r, n);
+                }
+                if self.queues[id].next_rq == Some(n) {
+                    self.queues[id].next_rq = Some(r);
+                }
+            }
+            self.remove_request(nid, n);
+        }
+        self.queues[id].rqs.update(r, *merged);
+    }
 }
 
 impl MqSched for Bfq {
+    /// `bfq_init_rq`, which `bfq_insert_request` runs before
+    /// `blk_mq_sched_try_insert_merge`.
+    fn prepare(&mut self, rq: &Request, now: SimTime) {
+        self.init_rq(rq, now);
+    }
+
+    /// The rest of `bfq_insert_request` (`__bfq_insert_request`).
+    fn insert_prepared(&mut self, rq: Request, now: SimTime) {
+        let id = self.rq_queue[&rq.id];
+        self.insert_request(id, rq, now);
+    }
+
+    /// `bfq_finish_requeue_request` of a request never started (it merged
+    /// into another): its queue's allocation and its process's count drop
+    /// (`bfqq_request_freed`, `bfq_put_queue`).
+    fn freed(&mut self, rq: &Request) {
+        let Some(id) = self.rq_queue.remove(&rq.id) else { return };
+        self.queues[id].allocated -= 1;
+        let bic = self.bic(rq.pid);
+        bic.requests = bic.requests.saturating_sub(1);
+        self.maybe_free(id);
+    }
+
+    fn merge_style(&self) -> MergeStyle {
+        MergeStyle::Hash
+    }
+
+    /// `bfq_depth_updated`: `sbitmap_queue_min_shallow_depth(tags, 1)`.
+    fn min_shallow_depth(&self, _tags: &Sbitmap) -> Option<u32> {
+        Some(1)
+    }
+
+    fn take_kick(&mut self) -> bool {
+        std::mem::take(&mut self.kick)
+    }
+
+    /// `bfq_allow_bio_merge`: first an early merge of the bio's queue with
+    /// a cooperator (`bfq_setup_cooperator` with the bio, then
+    /// `bfq_merge_bfqqs` down the chain), then the rule of
+    /// [`Elevator::allow_merge`] with the queue the bio now joins.
+    fn allow_bio_merge(&mut self, rq: &Request, bio: &Request, now: SimTime) -> bool {
+        self.t = now;
+        if op_is_sync(bio) && !op_is_sync(rq) {
+            return false;
+        }
+        let Some(mut id) = self.bio_bfqq(bio) else { return false };
+        if op_is_sync(bio) {
+            if let Some(new) = self.setup_cooperator(id, bio.pid, Some(bio.sector)) {
+                while id != new {
+                    id = self.merge_bfqqs(bio.pid, id);
+                }
+            }
+        }
+        self.rq_queue.get(&rq.id) == Some(&id)
+    }
+
     /// `bfq_limit_depth`: sync reads get the whole depth, async requests
     /// and sync writes a fraction; a queue over its share of the tags
     /// (`bfqq_request_over_limit`) is cut to one bit per word.

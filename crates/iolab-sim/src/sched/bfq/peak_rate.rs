@@ -74,7 +74,7 @@ impl Bfq {
     }
 
     /// `bfq_update_peak_rate`, at each dispatch.
-    pub(super) fn update_peak_rate(&mut self, rq: &Request, _id: QueueId) {
+    pub(super) fn update_peak_rate(&mut self, rq: &Request, id: QueueId) {
         let now = self.ns();
         if self.peak_rate_samples == 0 {
             // First dispatch of a window.
@@ -101,6 +101,9 @@ impl Bfq {
             }
         }
         self.last_position = rq.end_sector();
+        if self.in_service == Some(id) {
+            self.in_serv_last_pos = self.last_position;
+        }
         self.last_dispatch = now;
     }
 }

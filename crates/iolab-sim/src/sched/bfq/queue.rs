@@ -90,6 +90,14 @@ pub(super) struct BfqQueue {
     pub new_bfqq: Option<QueueId>,
     /// `stable_ref`: processes that scheduled a stable merge with it.
     pub stable_ref: u32,
+    /// Its key in the `rq_pos_tree` (its next request's sector when it
+    /// was put there), if it is in the tree.
+    pub pos_key: Option<u64>,
+    /// `BFQQF_coop`: shared by processes merged into it.
+    pub coop: bool,
+    /// `BFQQF_split_coop`: found seeky while shared: split at its
+    /// processes' next requests.
+    pub split_coop: bool,
 }
 
 /// `BFQ_RQ_SEEKY`: far from the last position (and, on a non-rotational
@@ -198,6 +206,9 @@ impl Bfq {
             creation_time: now_j,
             new_bfqq: None,
             stable_ref: 0,
+            pos_key: None,
+            coop: false,
+            split_coop: false,
         };
         self.queues.push(q);
         self.queues.len() - 1
@@ -210,7 +221,18 @@ impl Bfq {
         let sync = op_is_sync(rq);
         let pid = rq.pid;
         let prio = self.bic(pid).ioprio;
-        let existing = if sync { self.bic(pid).sync_q } else { self.bic(pid).async_q };
+        let mut existing = if sync { self.bic(pid).sync_q } else { self.bic(pid).async_q };
+        let mut split_waker = None;
+        let mut split = false;
+        if let Some(id) = existing.filter(|&id| sync && self.queues[id].coop && self.queues[id].split_coop) {
+            // "If the queue was seeky for too long, break it apart"
+            // (bfq_init_rq → bfq_split_bfqq), unless stably merged.
+            if !self.bic(pid).stably_merged {
+                split_waker = self.queues[id].waker;
+                existing = self.split_bfqq(pid, id);
+                split = existing.is_none();
+            }
+        }
         let id = match existing {
             Some(id) => id,
             None => {
@@ -228,7 +250,17 @@ impl Bfq {
                         }
                     }
                 };
-                if sync {
+                if sync && split {
+                    // A queue made for a split process (bfq_get_queue with
+                    // respawn: no stable-merge check) keeps the shared
+                    // queue's waker.
+                    if let Some(w) = split_waker {
+                        self.queues[id].waker = Some(w);
+                        self.queues[w].woken.insert(0, id);
+                    }
+                    self.bic(pid).sync_q = Some(id);
+                    id
+                } else if sync {
                     // bfq_get_queue ends with the stable-merge check, which
                     // may hand back the queue merged into at once.
                     let id = self.do_or_sched_stable_merge(id, pid);
@@ -258,7 +290,7 @@ impl Bfq {
     pub(super) fn insert_request(&mut self, id: QueueId, rq: Request, now: SimTime) {
         self.t = now;
         let (mut id, mut target) = (id, id);
-        if let Some(new) = self.setup_cooperator(id, rq.pid) {
+        if let Some(new) = self.setup_cooperator(id, rq.pid, Some(rq.sector)) {
             let old = id;
             self.queues[new].allocated += 1;
             self.queues[old].allocated -= 1;
@@ -377,6 +409,9 @@ impl Bfq {
         let prev = self.queues[id].next_rq;
         let next = self.choose_req(id, prev, Some(slot), self.last_position);
         self.queues[id].next_rq = next;
+        if !self.nonrot_with_queueing && prev != next {
+            self.pos_tree_add_move(id);
+        }
         if !self.queues[id].busy {
             let stably_merged = self.bic(rq.pid).stably_merged;
             interactive = self.handle_idle_busy_switch(id, old_wr_coeff, stably_merged);
@@ -574,6 +609,10 @@ impl Bfq {
                 e.budget = 0;
                 e.service = 0;
             }
+            // Out of the request-position tree, as it is empty.
+            self.queues[id].pos_key = None;
+        } else if !self.nonrot_with_queueing {
+            self.pos_tree_add_move(id);
         }
         rq
     }
@@ -583,6 +622,7 @@ impl Bfq {
         self.t = now;
         if self.in_service == Some(id) {
             self.expire_inner(id, super::budget::Reason::BudgetTimeout);
+            self.schedule_dispatch();
         }
         if self.queues[id].sync {
             // bfq_put_cooperator, then bfq_release_process_ref.

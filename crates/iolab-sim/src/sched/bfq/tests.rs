@@ -1011,3 +1011,88 @@ fn a_merged_process_that_exits_leaves_the_shared_queue_to_the_others() {
     assert_eq!(b.queues[0].process_refs, 1);
     assert_eq!(b.queues[0].stable_ref, 0, "the scheduled merge's reference is given back too");
 }
+
+// ---- close cooperators (issue 25) ----
+
+/// Queue 0 in service (its first request just dispatched) and queue 2
+/// busy far away; `pid`'s first request comes at `sector`.
+fn cooperator_setup(at_ms: u64, sector: u64) -> Bfq {
+    let mut b = Bfq::new(params_with(&[("low_latency", 0.0)]), false, 64);
+    b.insert(read(0, 0, 1000), ms(0));
+    b.insert(read(1, 2, 5_000_000), ms(0));
+    let rq = take(&mut b, ms(0));
+    assert_eq!(rq.pid, 0);
+    b.insert(read(2, 1, sector), ms(at_ms));
+    b
+}
+
+#[test]
+fn a_new_queue_near_the_in_service_queue_joins_it() {
+    // bfq_setup_cooperator: a request within BFQQ_CLOSE_THR (8192 sectors)
+    // of where the in-service queue's last request ended (in_serv_last_pos)
+    // redirects its process to that queue at insertion, both being sync,
+    // not seeky, of one class, and early in their lives.
+    let b = cooperator_setup(1, 1008 + 8000);
+    assert_eq!(b.bics[1].sync_q, Some(0), "{}", b.dump());
+    assert_eq!(b.rq_queue[&2], 0);
+    assert!(b.queues[0].coop && !b.bics[1].stably_merged);
+    // Farther than the threshold: a queue of its own.
+    let b = cooperator_setup(1, 1008 + 9000);
+    assert_eq!(b.bics[1].sync_q, Some(b.rq_queue[&2]));
+    assert_ne!(b.rq_queue[&2], 0);
+}
+
+#[test]
+fn a_queue_served_for_more_than_a_tenth_of_a_second_takes_no_cooperator() {
+    // bfq_too_late_for_merging: service since it last became backlogged,
+    // the first of it more than HZ/10 (25 jiffies) ago.
+    let b = cooperator_setup(96, 1016);
+    assert_eq!(b.rq_queue[&2], 0, "tick 24: still early");
+    let b = cooperator_setup(104, 1016);
+    assert_ne!(b.rq_queue[&2], 0, "tick 26: too late");
+}
+
+#[test]
+fn a_cooperator_is_found_by_its_next_request_in_the_position_tree() {
+    // bfq_find_close_cooperator: not the in-service queue but queue 2,
+    // whose next request (in the rq_pos_tree) is within 8192 sectors.
+    let b = cooperator_setup(1, 5_000_000 - 4000);
+    let far = b.bics[2].sync_q.unwrap();
+    assert_eq!(b.bics[1].sync_q, Some(far), "{}", b.dump());
+    assert!(b.queues[far].coop);
+    assert_eq!(b.queues[far].pos_key, Some(5_000_000 - 4000), "keyed by its new next request");
+}
+
+#[test]
+fn a_shared_queue_never_becomes_a_waker_and_is_split_once_seeky() {
+    // bfq_completed_request: a coop queue's completion leaves
+    // last_completed_rq_bfqq empty. __bfq_bfqq_expire marks a seeky coop
+    // queue split_coop; bfq_init_rq then gives the next request's process
+    // a queue of its own again (bfq_split_bfqq).
+    let mut b = cooperator_setup(1, 1016);
+    assert!(b.queues[0].coop);
+    let rq = *b.queues[0].rqs.rq(b.queues[0].next_rq.unwrap());
+    b.completed(&read(0, 0, 1000), ms(2));
+    assert_eq!(b.last_completed_rq_bfqq, None, "a shared queue is not a waker");
+    let rq = take_pid(&mut b, ms(2), rq.pid);
+    b.completed(&rq, ms(3));
+    b.queues[0].seek_history = u32::MAX;
+    b.expire_inner(0, Reason::NoMoreRequests);
+    assert!(b.queues[0].split_coop);
+    b.insert(read(9, 1, 900_000), ms(4));
+    let q = b.rq_queue[&9];
+    assert_ne!(q, 0, "split off");
+    assert_eq!(b.bics[1].sync_q, Some(q));
+    assert_eq!(b.queues[0].process_refs, 1);
+}
+
+/// Dispatch until `pid`'s request comes out.
+fn take_pid(b: &mut Bfq, now: SimTime, pid: u32) -> Request {
+    loop {
+        let rq = take(b, now);
+        if rq.pid == pid {
+            return rq;
+        }
+        b.completed(&rq, now);
+    }
+}

@@ -183,6 +183,148 @@ impl Sbitmap {
     }
 }
 
+/// `SBQ_WAIT_QUEUES`: the wait queues a sleeper is spread over.
+pub const SBQ_WAIT_QUEUES: usize = 8;
+/// `SBQ_WAKE_BATCH`: the largest wake batch.
+pub const SBQ_WAKE_BATCH: u32 = 8;
+
+/// `struct sbitmap_queue` (6.1.192, lib/sbitmap.c): the bitmap and the
+/// tasks asleep waiting for one of its bits.
+///
+/// A task that finds no bit sleeps on one of [`SBQ_WAIT_QUEUES`] wait
+/// queues, taken round robin (`sbq_wait_ptr` with the hardware queue's
+/// `wait_index`), at its tail (`prepare_to_wait_exclusive`), and counts in
+/// `ws_active` until it runs again (`sbitmap_finish_wait`). While anyone
+/// sleeps, every freed bit counts a completion; each `wake_batch`
+/// completions wake `wake_batch` tasks from the first non-empty wait queue
+/// at or after `wake_index`, which then moves on (`sbitmap_queue_wake_up`,
+/// `__sbitmap_queue_wake_up`). A woken task is not handed the bit: it runs
+/// and tries again, and whoever asks first gets it.
+#[derive(Clone, Debug)]
+pub struct SbitmapQueue {
+    pub sb: Sbitmap,
+    min_shallow_depth: u32,
+    wake_batch: u32,
+    ws: [std::collections::VecDeque<u32>; SBQ_WAIT_QUEUES],
+    /// `hctx->wait_index` (one hardware queue).
+    wait_index: usize,
+    wake_index: usize,
+    ws_active: u32,
+    completion_cnt: u32,
+    wakeup_cnt: u32,
+}
+
+impl SbitmapQueue {
+    /// `sbitmap_queue_init_node`: no shallow limit (`min_shallow_depth` =
+    /// `UINT_MAX`) until an elevator sets one.
+    pub fn new(depth: u32) -> SbitmapQueue {
+        let sb = Sbitmap::new(depth);
+        let mut q = SbitmapQueue {
+            sb,
+            min_shallow_depth: u32::MAX,
+            wake_batch: 1,
+            ws: Default::default(),
+            wait_index: 0,
+            wake_index: 0,
+            ws_active: 0,
+            completion_cnt: 0,
+            wakeup_cnt: 0,
+        };
+        q.wake_batch = q.calc_wake_batch(depth);
+        q
+    }
+
+    /// `sbq_calc_wake_batch`: an eighth of the depth usable by the
+    /// shallowest allocator, within [1, `SBQ_WAKE_BATCH`].
+    fn calc_wake_batch(&self, depth: u32) -> u32 {
+        let shift = self.sb.bits_per_word().trailing_zeros();
+        let shallow = (1u32 << shift).min(self.min_shallow_depth);
+        let usable = (depth >> shift) * shallow + (depth & ((1 << shift) - 1)).min(shallow);
+        (usable / SBQ_WAIT_QUEUES as u32).clamp(1, SBQ_WAKE_BATCH)
+    }
+
+    /// `sbitmap_queue_min_shallow_depth`, as an elevator's `depth_updated`
+    /// calls it (mq-deadline and BFQ with 1, Kyber with its async depth).
+    pub fn set_min_shallow_depth(&mut self, min_shallow_depth: u32) {
+        self.min_shallow_depth = min_shallow_depth;
+        self.wake_batch = self.calc_wake_batch(self.sb.depth());
+    }
+
+    pub fn wake_batch(&self) -> u32 {
+        self.wake_batch
+    }
+
+    /// `sbitmap_queue_resize`: a new wake batch for the new depth.
+    pub fn resize(&mut self, depth: u32) {
+        self.wake_batch = self.calc_wake_batch(depth);
+        self.sb.resize(depth);
+    }
+
+    /// Tasks asleep or woken and not yet running again (`ws_active`).
+    pub fn ws_active(&self) -> u32 {
+        self.ws_active
+    }
+
+    /// Tasks still on a wait queue (not yet woken).
+    pub fn sleeping(&self) -> usize {
+        self.ws.iter().map(|w| w.len()).sum()
+    }
+
+    /// `sbitmap_prepare_to_wait` on the next wait queue (`bt_wait_ptr`):
+    /// `task` sleeps at its tail.
+    pub fn prepare_to_wait(&mut self, task: u32) {
+        let ws = self.wait_index;
+        self.wait_index = (self.wait_index + 1) % SBQ_WAIT_QUEUES;
+        self.ws[ws].push_back(task);
+        self.ws_active += 1;
+    }
+
+    /// `sbitmap_finish_wait`: `task` runs again (woken, or it found a bit
+    /// before sleeping): off its wait queue if still on one.
+    pub fn finish_wait(&mut self, task: u32) {
+        for ws in &mut self.ws {
+            if let Some(i) = ws.iter().position(|&t| t == task) {
+                ws.remove(i);
+                break;
+            }
+        }
+        self.ws_active = self.ws_active.saturating_sub(1);
+    }
+
+    /// `sbitmap_queue_clear`: free `nr`, then count it towards the next
+    /// wake; the tasks woken go to `woken`, in wake order.
+    pub fn clear(&mut self, nr: u32, woken: &mut Vec<u32>) {
+        self.sb.clear(nr);
+        self.wake_up(1, woken);
+    }
+
+    /// `sbitmap_queue_wake_up`: with sleepers, count `nr` completions; a
+    /// whole batch of them wakes a batch of tasks.
+    fn wake_up(&mut self, nr: u32, woken: &mut Vec<u32>) {
+        if self.ws_active == 0 {
+            return;
+        }
+        self.completion_cnt = self.completion_cnt.wrapping_add(nr);
+        if self.completion_cnt.wrapping_sub(self.wakeup_cnt) < self.wake_batch {
+            return;
+        }
+        self.wakeup_cnt = self.wakeup_cnt.wrapping_add(self.wake_batch);
+        // __sbitmap_queue_wake_up: the first wait queue with a sleeper,
+        // from wake_index on; the index moves past each queue looked at.
+        let mut index = self.wake_index;
+        for _ in 0..SBQ_WAIT_QUEUES {
+            let ws = index;
+            index = (index + 1) % SBQ_WAIT_QUEUES;
+            if !self.ws[ws].is_empty() {
+                let n = (self.wake_batch as usize).min(self.ws[ws].len());
+                woken.extend(self.ws[ws].drain(..n));
+                break;
+            }
+        }
+        self.wake_index = index;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
