@@ -2,7 +2,7 @@
 #   make demo    set up, build, and compare NOOP, Deadline and AS (writes demo-out/)
 #   make test    lint, Rust and Python tests, the kernel module in QEMU (what CI runs)
 #   make lint    clippy -D warnings, ruff, and the layering of docs/architecture.md
-#   make bench   speed figures (see docs/bench.md)
+#   make bench   speed figures; DISKSIM=path/to/disksim measures DiskSim 4.0 beside iolab (docs/bench.md)
 #   make bench-queue  FastQueue against its peers (docs/fastqueue.md)
 #   make test-kernel  the anticipatory/wpcas module in a QEMU guest (docs/kernel.md)
 #   make test-differential  the module's C against the Rust elevators, 10,000 random streams (docs/kernel.md)

@@ -158,6 +158,10 @@ def print_report(r: dict, elapsed_s: float) -> None:
     console.print(f"[bold]demerit[/bold] {r['demerit_ms']:.6f} ms "
                   f"({r['demerit_percent_of_mean']:.2f}% of the measured mean; DiskSim's binned method{versus}); "
                   f"exact on the raw samples: {r['demerit_exact_ms']:.6f} ms", soft_wrap=True)
+    if r.get("rounded_to_ns"):
+        # Only for traces whose times almost never repeat (memory stays bounded).
+        console.print(f"note: more distinct access times than are kept exactly; the figures above are "
+                      f"to {r['rounded_to_ns']} ns", soft_wrap=True)
 
 
 def build_lines(b: dict) -> list[str]:

@@ -2,8 +2,10 @@
 //! scheduler on workloads of one million requests, side by side in one run.
 //! Figures, not assertions: see docs/bench.md.
 //!
-//! Also the DiskSim validation replay (HP C2247A, `data/disksim/`), repeated
-//! until it has served at least N requests.
+//! Also iolab's own replay of DiskSim's validation trace (HP C2247A,
+//! `data/disksim/`), repeated until it has served at least N requests: the
+//! disk model alone, parsed trace in memory; this binary never runs DiskSim
+//! (`scripts/bench_commands.py` and `scripts/disksim_closed.py` do).
 //!
 //! The last workload is issue 12's "closed random load on DiskSim's HP
 //! C3323A" (`data/disksim/hp_c3323a.parv`), whatever `--disk` says: 8
@@ -164,7 +166,7 @@ fn bench_validation(requests: u64) {
         served += iolab_sim::validate::replay(disk.as_mut(), &trace).len() as u64;
     }
     let wall = t0.elapsed().as_secs_f64();
-    println!("{:<38} {:<19} {:>12.0} {:>10.3} {:>14}", "DiskSim validation replay (C2247A)", "-", served as f64 / wall, wall, "-");
+    println!("{:<38} {:<19} {:>12.0} {:>10.3} {:>14}", "iolab disk model, C2247A trace replay", "-", served as f64 / wall, wall, "-");
 }
 
 /// `data/disksim/` of the source tree the binary was built from.

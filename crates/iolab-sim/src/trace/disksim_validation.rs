@@ -13,6 +13,7 @@
 //! the bus, `Doub` (twice) or `Trip` (three times, an extra disconnect).
 
 use crate::error::{Error, Result};
+use crate::input::TextLines;
 use serde::Serialize;
 use std::io::BufRead;
 use std::path::Path;
@@ -56,15 +57,23 @@ pub struct Record {
 /// Parses one line (`n` is its 1-based number); None for a blank line.
 fn parse_line(line: &str, n: usize, name: &str) -> Option<Result<Record>> {
     let bad = |m: String| Error::Line { file: name.to_string(), line: n, message: m };
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.is_empty() {
+    // The first six fields and how many there are: no allocation per line
+    // (a replay reads millions of lines).
+    let mut f = [""; 6];
+    let mut count = 0usize;
+    for w in line.split_whitespace() {
+        if let Some(slot) = f.get_mut(count) {
+            *slot = w;
+        }
+        count += 1;
+    }
+    if count == 0 {
         return None;
     }
     Some((|| {
-        if f.len() != 6 {
+        if count != 6 {
             return Err(bad(format!(
-                "expected 6 fields 'R|W Miss|Hit|Doub|Trip LBN blocks access_us delay_us', found {}",
-                f.len()
+                "expected 6 fields 'R|W Miss|Hit|Doub|Trip LBN blocks access_us delay_us', found {count}"
             )));
         }
         let write = match f[0] {
@@ -100,6 +109,39 @@ pub fn records<'a>(reader: impl BufRead + 'a, name: &'a str) -> impl Iterator<It
         Ok(l) => parse_line(&l, i + 1, name),
         Err(e) => Some(Err(Error::Line { file: name.to_string(), line: i + 1, message: format!("unreadable: {e}") })),
     })
+}
+
+/// A trace read record by record, one line held at a time (a replay of
+/// any length holds no more of it); errors as [`records`]'s, and text that
+/// is not UTF-8 refused as [`read`] refuses it.
+pub struct RecordReader<R> {
+    lines: TextLines<R>,
+    line: usize,
+    name: String,
+}
+
+impl<R: BufRead> RecordReader<R> {
+    pub fn new(reader: R, name: &str) -> Self {
+        RecordReader { lines: TextLines::new(reader, name), line: 0, name: name.to_string() }
+    }
+
+    /// The next record, None at the end of the trace.
+    pub fn next_record(&mut self) -> Result<Option<Record>> {
+        while let Some(l) = self.lines.next_line()? {
+            self.line += 1;
+            if let Some(r) = parse_line(l, self.line, &self.name) {
+                return r.map(Some);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Opens a trace file for reading record by record (checked as [`read`]
+/// checks it: a regular file of at most [`MAX_TRACE_FILE`] bytes).
+pub fn open(path: &Path) -> Result<RecordReader<std::io::BufReader<std::fs::File>>> {
+    let file = crate::input::open_text_file(path, MAX_TRACE_FILE)?;
+    Ok(RecordReader::new(std::io::BufReader::with_capacity(1 << 16, file), &path.display().to_string()))
 }
 
 /// Parses a whole trace; `name` is used in errors (`name:line: ...`).
@@ -139,5 +181,21 @@ mod tests {
         let e = parse("R Miss 1 2 3\n", "v.trace").unwrap_err();
         assert!(e.to_string().starts_with("v.trace:1: expected 6 fields"), "{e}");
         assert!(parse("\n", "e").is_err());
+    }
+
+    #[test]
+    fn the_record_reader_reads_what_parse_reads() {
+        let text = "R Miss  564347     2     14095.370     13876.270\r\n\n  \nW Trip 5 1 10.5 0\nR Hit 1 2 3 4";
+        let mut r = RecordReader::new(text.as_bytes(), "t");
+        let mut got = Vec::new();
+        while let Some(rec) = r.next_record().unwrap() {
+            got.push(rec);
+        }
+        assert_eq!(got, parse(text, "t").unwrap());
+        assert_eq!(got[1].line, 4);
+        let mut r = RecordReader::new("R Miss 1 2 3 4\nR Miss 1 2 3 4 5\n".as_bytes(), "v.trace");
+        assert!(r.next_record().unwrap().is_some());
+        let e = r.next_record().unwrap_err().to_string();
+        assert_eq!(e, "v.trace:2: expected 6 fields 'R|W Miss|Hit|Doub|Trip LBN blocks access_us delay_us', found 7");
     }
 }
