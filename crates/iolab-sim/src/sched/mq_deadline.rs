@@ -33,9 +33,10 @@
 //! earlier FIFO place and time; the other leaves) and the sort tree's
 //! neighbours (`elv_rb_former_request`, `elv_rb_latter_request`).
 //!
-//! Not modelled: the at-head dispatch lists (the simulator never inserts at
-//! the head: no requeues, flushes or passthrough), and zoned-device write
-//! locking.
+//! Not modelled: the at-head dispatch lists (nothing reaches them in the
+//! simulator: its devices never requeue, there is no passthrough, and a
+//! flush goes to the hardware queue's dispatch list past the elevator,
+//! `blk/mq.rs`), and zoned-device write locking.
 
 use super::anticipatory::hz::Hz;
 use super::mq::sbitmap::Sbitmap;
