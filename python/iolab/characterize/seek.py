@@ -1,0 +1,98 @@
+"""Per-command overhead, head switch and the seek curve, by the smallest
+host delay that costs a revolution.
+
+A pair: a reference read ``a``, then a target read ``b`` sent ``D`` ns after
+``a``'s reply. With ``D = 0`` the replies are ``I0`` apart. As ``D`` grows,
+the drive reaches ``b`` later, and at ``D*`` it arrives just after ``b``'s
+first sector has passed: the interval jumps by a revolution. At that
+instant the host's send, the command overhead, the arm's move and the
+sector's own pass exactly fill the time from ``a``'s reply, so
+
+    V = I0 - D* = round trip + overhead + move + sector time + bus
+
+whatever the angle between ``a`` and ``b``. With ``b`` on ``a``'s own track
+(behind it, so the drive waits for it) the move is nothing: ``V0``. With
+``b`` on the next surface of the cylinder it is the head switch; ``d``
+cylinders away, the seek: ``seek(d) = V(d) - V0``. ``D*`` is found by
+bisection over one revolution (10 steps: T/1024), each step with a fresh
+pair moved so that its angle is the same (every read of a sector below all
+read so far in its neighbourhood, never in the drive's cache).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from iolab.characterize.probe import Figure, Prober, median
+
+STEPS = 10
+BASE = 3  # pairs measuring I0
+
+
+@dataclass
+class Threshold:
+    value_ns: float  # V
+    resolution_ns: float
+    i0_spread_ns: float
+    pairs: int
+    ok: bool
+    why: str = ""
+
+
+def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period: float) -> Threshold:
+    """V for the pairs ``pair_at(0)``, ``pair_at(1)``... (each one fresh and at
+    the same angle)."""
+    i0s = [prober.pair(*pair_at(k)) for k in range(BASE)]
+    spread = max(i0s) - min(i0s)
+    if spread > period / 2:
+        return Threshold(math.nan, math.nan, spread, BASE, False, "I0 straddles a revolution")
+    i0 = median(i0s)
+    lo, hi = 0.0, period
+    k = BASE
+    for _ in range(STEPS):
+        mid = (lo + hi) / 2
+        i = prober.pair(*pair_at(k), delay_ns=int(mid))
+        k += 1
+        if i > i0 + period / 2:
+            hi = mid
+        else:
+            lo = mid
+    d_star = (lo + hi) / 2
+    return Threshold(i0 - d_star, period / 2 ** (STEPS + 1), spread, k, True)
+
+
+def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, int]], period: float,
+                     shift: int) -> Threshold:
+    """``threshold`` with ``pair_at(k, s)``; if the base pairs straddle a
+    revolution, again with the target ``shift`` sectors further round."""
+    t = threshold(prober, lambda k: pair_at(k, 0), period)
+    if not t.ok:
+        t = threshold(prober, lambda k: pair_at(k, shift), period)
+    return t
+
+
+def seek_distances(cylinders: int, quick: bool) -> list[int]:
+    """Distances for the seek table: 1..10 (1, 2, 3, 5, 8 with ``quick``),
+    every tenth of the stroke, and geometric steps between."""
+    full = cylinders - 1
+    ds = set(range(1, 11)) if not quick else {1, 2, 3, 5, 8}
+    ds |= {max(1, round(full * q / 10)) for q in range(1, 11)}
+    n = 6 if quick else 12
+    lo, hi = 12, max(13, full // 10)
+    for i in range(n):
+        ds.add(round(lo * (hi / lo) ** (i / max(1, n - 1))))
+    return sorted(d for d in ds if 1 <= d <= full)
+
+
+@dataclass
+class SeekResult:
+    v0: Threshold
+    head_switch: Figure | None
+    seek: list[tuple[int, Figure]]
+    failed: list[int]
+
+
+def as_figure(v: Threshold, base: Threshold) -> Figure:
+    return Figure(v.value_ns - base.value_ns, math.hypot(v.resolution_ns, base.resolution_ns), v.pairs, "ns")
