@@ -102,7 +102,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Layout Model = dm_layout_g1 {\n"
         "      LBN-to-PBN mapping scheme = 0,\n"
         "      Sparing scheme used = 0,\n"
-        "      Rangesize for sparing = 0,\n"
+        "      Rangesize for sparing = 1,\n"
         "      Zones = [\n" + ",\n".join(zones) + "\n      ]\n"
         "   },\n"
         "   Mechanical Model = dm_mech_g1 {\n"

@@ -179,7 +179,7 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
     sectors = res.sectors
     lbns = [int(sectors * (i + 0.5) / 16) for i in range(16)]
     tr0 = truth(disk, [], [])
-    dists = sorted(set(deciles(tr0.cylinders)) | {1, 2, 10} | (set(d for d, _ in res.seeks) if not quick else set()))
+    dists = sorted(set(deciles(tr0.cylinders)) | {1} | {d for d, _ in res.seeks})
     tr = truth(disk, lbns, [d for d in dists if d < tr0.cylinders])
     if outdir is not None:
         from iolab.characterize.model import write_model

@@ -181,6 +181,9 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     res.overhead = Figure(hit.value - rtt - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
     base = seek.Threshold(hit.value + tau, hit.spread, 0.0, hit.n, True)
     res.v0 = base
+    # A drive that reads ahead is reading a sector when the next command
+    # comes and finishes it before the arm moves: on average half a sector.
+    less = tau / 2 if res.cache.read_ahead else 0.0
 
     # -- head switch, seeks -----------------------------------------------------
     step("head switch, seek curve", prober.elapsed() / prober.budget_s)
@@ -201,7 +204,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
 
             hs = seek.robust_threshold(prober, next_head, period, spt // 2)
             if hs.ok:
-                res.head_switch = seek.as_figure(hs, base)
+                res.head_switch = seek.as_figure(hs, base, less)
         fracs = [0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6, 0.2, 0.8, 0.3, 0.7]
         for i, d in enumerate(seek.seek_distances(cyls, quick)):
             prober.check(until)
@@ -218,7 +221,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
 
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
             if t.ok:
-                res.seeks.append((d, seek.as_figure(t, base)))
+                res.seeks.append((d, seek.as_figure(t, base, less)))
             else:
                 res.seek_failed.append(d)
     except BudgetExhausted:
