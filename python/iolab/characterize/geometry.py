@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from iolab.characterize.probe import BudgetExhausted, Prober
+from iolab.characterize.probe import BudgetExhausted, Prober, median
 
 
 def wrap(x: float, period: float) -> float:
@@ -51,6 +51,7 @@ class Scan:
     tracks: list[Track] = field(default_factory=list)  # descending `first`
     reads: int = 0
     tau_ns: float = 0.0
+    tol: float = 1.0  # sectors: how far one boundary's skew may be off
 
     def spts(self) -> list[int]:
         """Sectors per track between consecutive exact boundaries."""
@@ -66,19 +67,36 @@ class _Scanner:
         self.p = prober
         self.T = period
         self.tau = tau
+        self.tau0 = tau
+        self.steps: list[tuple[int, int]] = []
+        self.exact = False
         self.thr = min(period / 16, max(150_000.0, 8 * jitter))
 
     def eps(self, k: int, dt: int) -> float:
         return wrap(dt + k * self.tau, self.T)
 
+    def learn(self, k: int, dt: int) -> bool:
+        """The sector time here, from the steps of 8 sectors or more: each
+        is k t apart (mod T) but for the few that cross a boundary, which the
+        median leaves out. The rotation step measured t elsewhere on the
+        disk; a zone has its own."""
+        if self.exact or k < 8:
+            return False
+        self.steps.append((k, dt))
+        if len(self.steps) >= 3:
+            self.tau = self.tau0 - median([wrap(d + j * self.tau0, self.T) / j for j, d in self.steps])
+            return True
+        return False
+
 
 def scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tracks: int,
-         until: float | None = None, bottom: int = 0, enough: Callable[[Scan], bool] | None = None) -> Scan:
+         until: float | None = None, bottom: int = 0, enough: Callable[[Scan], bool] | None = None,
+         max_reads: int | None = None) -> Scan:
     """Scan down from ``top`` until ``tracks`` boundaries are known to the
     sector, or ``enough(scan)`` says so, or the step's time ``until`` passes
     (what was found is kept), or ``bottom``."""
     try:
-        return _scan(prober, top, period, tau, jitter, tracks, until, bottom, enough)
+        return _scan(prober, top, period, tau, jitter, tracks, until, bottom, enough, max_reads)
     except BudgetExhausted as e:
         if e.args and isinstance(e.args[0], Scan):
             return e.args[0]
@@ -86,18 +104,20 @@ def scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tra
 
 
 def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tracks: int,
-          until: float | None, bottom: int, enough: Callable[[Scan], bool] | None) -> Scan:
+          until: float | None, bottom: int, enough: Callable[[Scan], bool] | None,
+          max_reads: int | None) -> Scan:
     s = _Scanner(prober, period, tau, jitter)
     out = Scan(top)
+    out.tol = max(1.5, 4 * jitter / tau)
     spt0 = period / tau
-    spt_lo, spt_hi = int(spt0 * 0.8), int(math.ceil(spt0 * 1.25)) + 1
+    spt_lo, spt_hi = int(spt0 * 0.7), int(math.ceil(spt0 * 1.45)) + 1
     bounds0 = (spt_lo, spt_hi)
     pos = top
     tprev = prober.read(pos)
     out.reads += 1
     last: tuple[int, int] | None = None  # the last boundary B lies in (lo, hi]
     exact_prev: int | None = None
-    while len(out.tracks) < tracks and not (enough and enough(out)):
+    while len(out.tracks) < tracks and not (enough and enough(out)) and (max_reads is None or out.reads < max_reads):
         try:
             prober.check(until)
         except BudgetExhausted:
@@ -121,6 +141,10 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
         t = prober.read(nxt)
         out.reads += 1
         k, dt = pos - nxt, t - tprev
+        if s.learn(k, dt) and last is None:
+            # The sector time here is known better now: so is sectors per track.
+            spt0 = period / s.tau
+            bounds0 = spt_lo, spt_hi = int(spt0 * 0.85), int(math.ceil(spt0 * 1.18)) + 1
         e = s.eps(k, dt)
         if abs(e) <= s.thr:
             pos, tprev = nxt, t
@@ -159,6 +183,7 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
                 if exact_prev is not None and exact_prev - pos > 0:
                     spt_lo = spt_hi = exact_prev - pos
                     s.tau = s.T / spt_lo  # exact now: as good as T
+                    s.exact = True
                 exact_prev = pos
         pos, tprev = below, tb
     out.tau_ns = s.tau
@@ -192,11 +217,13 @@ def surfaces(sc: Scan) -> Surfaces:
     skews = [t.skew for t in sc.tracks]
     if not skews:
         return Surfaces(0, None, None, None, "no track boundary found")
-    c = Counter(skews)
-    track_skew = c.most_common(1)[0][0]
-    # Cylinder switches: boundaries whose skew is clearly another (more than
-    # one sector from the track skew).
-    cyl = [t for t in sc.tracks if abs(t.skew - track_skew) > 1]
+    # One boundary's skew is known to the timing noise (sc.tol sectors): the
+    # track skew is the median of those near the median of all; cylinder
+    # switches are the boundaries clearly off it.
+    mid = median(skews)
+    tol = max(sc.tol, 0.03 * (sc.spt() or 0))
+    track_skew = round(median([k for k in skews if abs(k - mid) <= tol]))
+    cyl = [t for t in sc.tracks if abs(t.skew - track_skew) > tol]
     if len(cyl) < 2:
         if len(cyl) == 1:
             return Surfaces(track_skew, cyl[0].skew, None, cyl[0].first,
@@ -207,7 +234,7 @@ def surfaces(sc: Scan) -> Surfaces:
     spt = sc.spt() or 1
     gaps = [round((a.first - b.first) / spt) for a, b in zip(cyl, cyl[1:])]
     heads = Counter(gaps).most_common(1)[0][0]
-    cyl_skew = Counter(t.skew for t in cyl).most_common(1)[0][0]
+    cyl_skew = round(median([t.skew for t in cyl]))
     agree = sum(1 for g in gaps if g == heads)
     return Surfaces(track_skew, cyl_skew, heads, cyl[-1].first,
                     f"{len(cyl)} cylinder switches (skew {cyl_skew}) every {heads} tracks "

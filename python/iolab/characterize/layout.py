@@ -31,6 +31,15 @@ class Layout:
     def cylinders(self) -> int:
         return self.zones[-1].last_cyl + 1
 
+    def full_cylinders(self) -> int:
+        """Cylinders whose every sector is on the device (the last zone's
+        last cylinder may be cut short by the capacity)."""
+        z = self.zones[-1]
+        c = z.last_cyl
+        while c > z.first_cyl and self.lbn(c, self.heads - 1, z.spt - 1) >= self.sectors:
+            c -= 1
+        return c + 1
+
     def zone_of_cyl(self, c: int) -> LZone:
         for z in self.zones:
             if z.first_cyl <= c <= z.last_cyl:

@@ -57,7 +57,7 @@ def descending(prober: Prober, top: int, stride: int, n: int) -> list[int]:
 
 
 def measure(prober: Prober, top: int, n: int = 30) -> Rotation:
-    """Rotation from runs of ``n`` descending reads at strides 1, 2, 8, 32...
+    """Rotation from runs of ``n`` descending reads at strides 1, 2, 4, 8...
     (each run below the last), until a stride's interval is an eighth of a
     revolution shorter than stride 1's: I_k = T - k t, fitted by least
     squares over the strides up to there (a larger stride crosses track
@@ -72,7 +72,7 @@ def measure(prober: Prober, top: int, n: int = 30) -> Rotation:
         pos -= k * n + 64
         if m1 - median(runs[k]) > m1 / 8 or not m1 > 1_000_000:
             break
-        k *= 2 if k < 8 else 4
+        k *= 2
     used = {k: r for k, r in runs.items() if m1 - median(r) <= m1 / 8}
     tight = max(robust_sd(r) for r in used.values()) < max(0.02 * m1, 50_000)
     ks = sorted(used)

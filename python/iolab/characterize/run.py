@@ -22,7 +22,7 @@ from iolab.characterize import cache as cache_mod
 from iolab.characterize import geometry, rotation, seek, solid, zones
 from iolab.characterize.device import Device
 from iolab.characterize.layout import Layout, build
-from iolab.characterize.probe import BudgetExhausted, Figure, Prober, robust_sd
+from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd
 
 # Shares of the budget each step may use, cumulative (of the whole).
 SHARES = {"geometry": 0.25, "zones": 0.40, "cache": 0.55, "seek": 1.0}
@@ -83,20 +83,55 @@ def _realtime(res: Result) -> Callable[[], None]:
     return restore
 
 
+def _surfaces_by_switch(prober: Prober, sc: geometry.Scan, spt: int, period: float,
+                        surf: geometry.Surfaces) -> geometry.Surfaces:
+    """Surfaces from the time of each switch when the skews are alike: the
+    boundaries whose switch takes clearly another time than most are
+    cylinder switches."""
+    firsts = [t.first for t in sc.tracks][:24]
+    try:
+        v = seek.switch_times(prober, firsts, spt, period, until=_until(prober, "geometry") + 0.1 * prober.budget_s)
+    except BudgetExhausted:
+        return surf
+    cut = seek.split_two([x for _, x in v], max(60_000.0, 8 * period / 2 ** (seek.STEPS + 1)))
+    if cut is None:
+        return geometry.Surfaces(surf.track_skew, surf.cyl_skew, None, None,
+                                 surf.why + f"; the {len(v)} switch times measured form one cluster")
+    lo = [b for b, x in v if x < cut]
+    hi = [b for b, x in v if x >= cut]
+    cyl = lo if len(lo) < len(hi) else hi
+    gaps = [round((a - b) / spt) for a, b in zip(cyl, cyl[1:])]
+    if not gaps:
+        return surf
+    heads = median(gaps)
+    agree = sum(1 for g in gaps if g == heads)
+    if agree < len(gaps) - 1:
+        return geometry.Surfaces(surf.track_skew, surf.cyl_skew, None, None,
+                                 surf.why + f"; switch times do not repeat regularly ({gaps})")
+    return geometry.Surfaces(surf.track_skew, surf.track_skew, int(heads), cyl[-1],
+                             surf.why + f"; by switch time: {len(cyl)} of {len(v)} boundaries are cylinder "
+                             f"switches, every {int(heads)} tracks ({agree}/{len(gaps)} gaps agree)")
+
+
 def _until(prober: Prober, step: str) -> float:
     return prober.t0 + prober.budget_s * SHARES[step]
 
 
 def characterize(dev: Device, budget_s: float, quick: bool = False,
-                 on_step: Callable[[str, float], None] | None = None) -> Result:
+                 on_step: Callable[[str, float], None] | None = None,
+                 host_floor_ns: float | None = None) -> Result:
     """Measure ``dev`` within ``budget_s`` seconds (the rotation step always
-    runs to the end). ``on_step(text, fraction_of_budget)`` reports progress."""
+    runs to the end). ``on_step(text, fraction_of_budget)`` reports progress.
+    ``host_floor_ns``: what a one-sector read costs the host and the server
+    besides the disk, when it is known (measured on a zero-latency
+    `iolab emu`); otherwise a zero-length NBD read's round trip stands for
+    it, which leaves out the data's transfer and the server's timer."""
     step = on_step or (lambda text, frac: None)
     prober = Prober(dev, budget_s)
     res = Result(dev.name, dev.kind, dev.sectors, budget_s)
     restore = _realtime(res)
     try:
-        _run(prober, res, step, quick)
+        _run(prober, res, step, quick, host_floor_ns)
     except KeyboardInterrupt:
         res.interrupted = True
         res.notes.append("interrupted: the steps after the interruption were not measured")
@@ -107,11 +142,16 @@ def characterize(dev: Device, budget_s: float, quick: bool = False,
     return res
 
 
-def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick: bool) -> None:
+def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick: bool,
+         host_floor_ns: float | None) -> None:
     dev = prober.dev
     n = dev.sectors
     step("host round trip", 0.0)
-    res.host_rtt_ns = dev.host_round_trip_ns()
+    if host_floor_ns is not None:
+        res.host_rtt_ns = host_floor_ns
+        res.notes.append(f"host floor given: {host_floor_ns / 1e3:.0f} us per one-sector read")
+    else:
+        res.host_rtt_ns = dev.host_round_trip_ns()
     step("rotation", 0.01)
     rot = rotation.measure(prober, top=int(n * 0.35), n=24 if quick else 40)
     res.rot = rot
@@ -139,6 +179,8 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         res.notes.append("geometry: no two consecutive track boundaries found; nothing below is measured")
         return
     surf = geometry.surfaces(sc)
+    if surf.heads is None and len(sc.tracks) >= 6:
+        surf = _surfaces_by_switch(prober, sc, spt, period, surf)
     res.surf = surf
     heads = surf.heads
     if heads is None:
@@ -188,7 +230,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     # -- head switch, seeks -----------------------------------------------------
     step("head switch, seek curve", prober.elapsed() / prober.budget_s)
     until = _until(prober, "seek")
-    cyls = layout.cylinders
+    cyls = layout.full_cylinders()
     base_cyl = cyls // 2
     # The reference read is never on a cylinder's last surface: the drive's
     # read-ahead after it may go on to the next track, and so stays on the

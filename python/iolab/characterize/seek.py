@@ -115,3 +115,37 @@ def as_figure(v: Threshold, base: Threshold, less: float = 0.0) -> Figure:
     # (standard deviation: a sector over sqrt(12)).
     return Figure(v.value_ns - base.value_ns - less,
                   math.sqrt(v.resolution_ns**2 + base.resolution_ns**2 + (2 * less) ** 2 / 12), v.pairs, "ns")
+
+
+def switch_times(prober: Prober, firsts: list[int], spt: int, period: float,
+                 until: float | None = None) -> list[tuple[int, float]]:
+    """V across each track boundary (``firsts``: the first LBN of the upper
+    track): a read near the start of the upper track, then one on the lower
+    track. Between two surfaces of a cylinder the arm does not move (a head
+    switch); between cylinders it seeks one. Where the skews are alike these
+    times tell them apart. The reference read is near its track's start, so
+    the drive's read-ahead after it stays on that track for most of a
+    revolution."""
+    out: list[tuple[int, float]] = []
+    for b in firsts:
+        if until is not None:
+            prober.check(until)
+
+        def pair(k: int, s: int, b: int = b) -> tuple[int, int]:
+            return b + 40 - k, b - spt + spt // 2 - k - s
+
+        t = robust_threshold(prober, pair, period, spt // 4)
+        if t.ok:
+            out.append((b, t.value_ns))
+    return out
+
+
+def split_two(values: list[float], least: float) -> float | None:
+    """The cut between two clusters of ``values`` (the widest gap in the
+    sorted values), when that gap is over ``least``; else None."""
+    v = sorted(values)
+    if len(v) < 3:
+        return None
+    gaps = [(b - a, (a + b) / 2) for a, b in zip(v, v[1:])]
+    gap, cut = max(gaps)
+    return cut if gap > least else None

@@ -25,7 +25,7 @@ class Sample:
 
 def spt_at(prober: Prober, top: int, period: float, tau: float, jitter: float, until: float | None = None) -> Sample:
     """Sectors per track just below ``top``."""
-    sc = scan(prober, top, period, tau, jitter, tracks=3, until=until)
+    sc = scan(prober, top, period, tau, jitter, tracks=3, until=until, max_reads=400)
     spts = sc.spts()
     if len(spts) >= 2 and spts[0] == spts[1]:
         return Sample(sc.tracks[-1].first, spts[0], sc.tracks[-1].skew)
