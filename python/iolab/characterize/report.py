@@ -39,7 +39,8 @@ def summary(res: Result) -> list[str]:
             out.append(f"    cylinders {z.first_cyl}-{z.last_cyl}: {z.spt} sectors/track, skews "
                        f"{z.track_skew}/{z.cyl_skew}")
     if res.overhead is not None:
-        out.append(f"  command overhead (miss, host round trip and bus removed): {_ms(res.overhead)}")
+        out.append(f"  command overhead (hit less the host's floor and the bus): {_ms(res.overhead)}; "
+                   f"floor: {res.floor_note}")
     if res.head_switch is not None:
         out.append(f"  head switch: {_ms(res.head_switch)}")
     if res.seeks:

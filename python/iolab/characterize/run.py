@@ -54,10 +54,21 @@ class Result:
     reads: int = 0
     interrupted: bool = False
     realtime: bool = False
+    floor_note: str = ""
 
     @property
     def spt(self) -> int | None:
         return self.scan.spt() if self.scan else None
+
+
+def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device") -> None:
+    """The command overhead again, above a host floor measured apart."""
+    if res.cache is None:
+        return
+    hit, bus = res.cache.hit_1, res.cache.bus_per_block
+    res.host_rtt_ns = floor_ns
+    res.overhead = Figure(hit.value - floor_ns - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
+    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
 
 
 def _realtime(res: Result) -> Callable[[], None]:
@@ -221,6 +232,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     # block's bus time; a miss with no wait adds the sector's pass. Hit and
     # miss are taken to cost the drive the same overhead.
     res.overhead = Figure(hit.value - rtt - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
+    res.floor_note = "a zero-length NBD read's round trip" if res.kind == "nbd" else "nothing (a system call's cost)"
     base = seek.Threshold(hit.value + tau, hit.spread, 0.0, hit.n, True)
     res.v0 = base
     # A drive that reads ahead is reading a sector when the next command
