@@ -133,7 +133,10 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
             else:
                 nxt = pos - max(1, math.ceil((whi - wlo) / 8))
                 if pos <= wlo:  # passed the window with nothing: start over
-                    last, (spt_lo, spt_hi) = None, bounds0
+                    # (once sectors per track are known exactly they stay known)
+                    last = None
+                    if not s.exact:
+                        spt_lo, spt_hi = bounds0
                     exact_prev = None
                     nxt = pos - max(1, spt_lo // 6)
         if nxt < bottom:
@@ -163,7 +166,9 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
             cand, tc = cand - 1, t2
         if trusted is None:  # four disagreeing reads: start over from the last one
             pos, tprev = cand, tc
-            last, (spt_lo, spt_hi), exact_prev = None, bounds0, None
+            last, exact_prev = None, None
+            if not s.exact:
+                spt_lo, spt_hi = bounds0
             continue
         x, tx, below, tb = trusted
         k = pos - x
@@ -174,13 +179,13 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
                 a, b = lo_p + 1 - pos, hi_p - x - 1
                 if max(a, spt_lo) <= min(b, spt_hi):
                     spt_lo, spt_hi = max(a, spt_lo), min(b, spt_hi)
-                else:
+                elif not s.exact:
                     spt_lo, spt_hi = bounds0
             last = (x, pos)
             if k == 1:
                 skew_ns = (-e) % s.T
                 out.tracks.append(Track(pos, int(round(skew_ns / s.tau)), skew_ns))
-                if exact_prev is not None and exact_prev - pos > 0:
+                if exact_prev is not None and spt_lo <= exact_prev - pos <= spt_hi and not s.exact:
                     spt_lo = spt_hi = exact_prev - pos
                     s.tau = s.T / spt_lo  # exact now: as good as T
                     s.exact = True

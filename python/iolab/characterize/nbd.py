@@ -80,9 +80,12 @@ class NbdClient:
             if family == socket.AF_INET:
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._handshake()
+        except NbdError:
+            self.sock.close()
+            raise
         except (OSError, struct.error) as e:
             self.sock.close()
-            raise NbdError(f"{url}: {e}") from None
+            raise NbdError(f"{url}: {e.strerror if isinstance(e, OSError) and e.strerror else e}") from None
         self.cookie = 0
 
     # -- handshake -----------------------------------------------------------

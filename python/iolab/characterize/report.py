@@ -47,7 +47,7 @@ def summary(res: Result) -> list[str]:
         pts = ", ".join(f"{d}: {f.value / 1e6:.3f}" for d, f in res.seeks)
         out.append(f"  seek (cylinders: ms): {pts}")
     if res.seek_failed:
-        out.append(f"  seek distances not measured (pairs straddled a revolution): {res.seek_failed}")
+        out.append(f"  seek distances not measured (no threshold that held when checked): {res.seek_failed}")
     if res.cache is not None:
         c = res.cache
         out.append(f"  cache: one-sector hit {_ms(c.hit_1)} as the host sees it; bus {c.bus_per_block.value / 1e3:.1f} "

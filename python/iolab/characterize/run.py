@@ -25,7 +25,7 @@ from iolab.characterize.layout import Layout, build
 from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd
 
 # Shares of the budget each step may use, cumulative (of the whole).
-SHARES = {"geometry": 0.25, "zones": 0.40, "cache": 0.55, "seek": 1.0}
+SHARES = {"geometry": 0.30, "zones": 0.45, "cache": 0.55, "seek": 1.0}
 
 
 @dataclass
@@ -274,9 +274,10 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
                 return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
 
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
-            if t.ok:
-                res.seeks.append((d, seek.as_figure(t, base, less)))
-            else:
+            f = seek.as_figure(t, base, less) if t.ok else None
+            if f is not None and f.value > 0:
+                res.seeks.append((d, f))
+            else:  # no threshold, or one below the base: a late reply misled it
                 res.seek_failed.append(d)
     except BudgetExhausted:
         res.notes.append(f"seek: the budget ran out after {len(res.seeks)} distances")

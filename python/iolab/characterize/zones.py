@@ -24,13 +24,14 @@ class Sample:
 
 
 def spt_at(prober: Prober, top: int, period: float, tau: float, jitter: float, until: float | None = None) -> Sample:
-    """Sectors per track just below ``top``."""
-    sc = scan(prober, top, period, tau, jitter, tracks=3, until=until, max_reads=400)
+    """Sectors per track just below ``top``: the value two or more of three
+    consecutive tracks agree on (a boundary a late reply hid makes one
+    track look twice as long)."""
+    sc = scan(prober, top, period, tau, jitter, tracks=4, until=until, max_reads=400)
     spts = sc.spts()
-    if len(spts) >= 2 and spts[0] == spts[1]:
-        return Sample(sc.tracks[-1].first, spts[0], sc.tracks[-1].skew)
-    if len(spts) == 1:
-        return Sample(sc.tracks[-1].first, spts[0], sc.tracks[-1].skew)
+    best = max(set(spts), key=spts.count) if spts else None
+    if best is not None and spts.count(best) >= 2:
+        return Sample(sc.tracks[-1].first, best, sc.tracks[-1].skew)
     return Sample(top, None, None)
 
 
