@@ -100,7 +100,7 @@ def cmd_recommend(args) -> int:
         disk = {"preset": preset}
         qd = args.queue_depth or (32 if preset == "ssd" else 1)
     disk["queue_depth"] = qd
-    disk_name = disk.get("preset") or (args.disk if args.disk else args.diskspecs)
+    disk_name = args.diskspecs or args.disk or disk.get("preset")
     metric = rc.METRICS[args.metric]
     cfgs = rc.configs([s.strip() for s in args.schedulers.split(",") if s.strip()], rc.parse_tunables(args.tunables))
     spec = rc.build_spec(trace, args.format, disk, cfgs, args.seeds, args.jitter_ms, args.mode, args.speed,
