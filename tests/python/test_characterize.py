@@ -65,6 +65,30 @@ def test_bad_devices_are_one_line_errors(tmp_path, capsys):
         assert re.search(expect, err), err
 
 
+@pytest.mark.parametrize("args, expect", [
+    (["--budget", "0"], "--budget"),
+    (["--budget", "nan"], "--budget"),
+    (["--budget", "1e300"], "at most 1440 minutes"),
+    (["-o", "/nonexistent-dir/m"], "does not exist"),
+])
+def test_bad_options_are_one_line(tmp_path, capsys, args, expect):
+    img = tmp_path / "d.img"
+    img.write_bytes(b"\0" * (1 << 20))
+    with pytest.raises(SystemExit) if args[0] == "--budget" and args[1] in ("0", "nan") else _nothing():
+        code = main(["characterize", str(img), "-q", *args])
+        assert code == 2
+    err = capsys.readouterr().err
+    assert expect in err.strip().splitlines()[-1], err  # argparse's usage line, then the error
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def test_an_unreadable_device_is_refused_not_opened_for_writing(tmp_path, capsys):
     img = tmp_path / "d.img"
     img.write_bytes(b"\0" * (1 << 20))

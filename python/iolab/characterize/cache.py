@@ -13,7 +13,8 @@
 A read is called a hit when it takes less than the one-sector hit time plus
 a margin (half a sector or four times the timing noise): a miss that
 happens to find its sector just arriving can pass for one, once in
-T / margin, so each decision at the edge is taken twice.
+T / margin, so each decision is taken twice, and a third time when the two
+disagree.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ class _Fresh:
         if x < self.bottom:
             raise RuntimeError("cache probes ran out of fresh places")
         return x
+
+
+def _majority(decide) -> bool:
+    """Two of three: the first two, or a third when they disagree."""
+    a, b = decide(), decide()
+    return a if a == b else decide()
 
 
 def _timed(prober: Prober, lbn: int, count: int = 1) -> int:
@@ -88,9 +95,7 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
             while hi - lo > 1:
                 prober.check(until)
                 mid = (lo + hi) // 2
-                h = is_hit(fresh.take(), mid)
-                if h != is_hit(fresh.take(), mid):
-                    h = is_hit(fresh.take(), mid)  # the third decides
+                h = _majority(lambda mid=mid: is_hit(fresh.take(), mid))
                 lo, hi = (mid, hi) if h else (lo, mid)
             read_ahead = lo
     except RuntimeError as e:
@@ -105,7 +110,7 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
             return _timed(prober, xs[0], 1) < limit
 
         lo, hi = 0, 33  # hit with lo places, miss with hi
-        if not holds(1):
+        if not _majority(lambda: holds(1)):
             notes.append("a sector read once is not held for the next read: no read cache seen")
             segments = 0
         else:
@@ -113,9 +118,7 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
             while hi - lo > 1:
                 prober.check(until)
                 mid = (lo + hi) // 2
-                h = holds(mid)
-                if h != holds(mid):
-                    h = holds(mid)
+                h = _majority(lambda mid=mid: holds(mid))
                 lo, hi = (mid, hi) if h else (lo, mid)
             segments = lo
             if lo == 32:

@@ -49,6 +49,8 @@ def cmd_characterize(args: argparse.Namespace) -> int:
     from iolab.characterize.model import write_model
     from iolab.characterize.report import summary
 
+    if args.budget > 24 * 60:
+        raise UserError(f"--budget {args.budget:g}: at most {24 * 60} minutes (a day)")
     out = Path(args.output or _default_name(args.device))
     if out.suffix in (".toml", ".diskspecs", ".json"):
         out = out.with_suffix("")
