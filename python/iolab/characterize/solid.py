@@ -25,8 +25,8 @@ class SolidResult:
 
 
 def _offsets(rng: random.Random, sectors: int, size: int, n: int) -> list[int]:
-    top = sectors - size
-    return [rng.randrange(0, top // 8) * 8 for _ in range(n)]
+    top = max(1, (sectors - size) // 8)
+    return [rng.randrange(0, top) * 8 for _ in range(n)]
 
 
 def measure(prober: Prober, quick: bool, until: float) -> SolidResult:
@@ -37,6 +37,9 @@ def measure(prober: Prober, quick: bool, until: float) -> SolidResult:
     share = (until - time.monotonic()) / 2
     t_end = time.monotonic() + share
     for size in SIZES:
+        if size * 8 > dev.sectors:
+            out.notes.append(f"sizes from {size * 512 // 1024} KiB on not measured: the device is too small")
+            break
         if time.monotonic() > t_end:
             out.notes.append(f"sizes from {size * 512 // 1024} KiB on not measured: the budget ran out")
             break

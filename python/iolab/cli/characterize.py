@@ -74,7 +74,7 @@ def cmd_characterize(args: argparse.Namespace) -> int:
         files = write_model(res, out, command)
     except ValueError as e:
         print(f"iolab characterize: no model written: {e}", file=sys.stderr)
-        return 1
+        return 130 if res.interrupted else 1
     print("wrote " + ", ".join(str(f) for f in files))
     return 130 if res.interrupted else 0
 
