@@ -1,13 +1,13 @@
 """Rotation period, and the time one sector takes to pass under the head.
 
 Descending single-sector reads: after a read of sector s completes, a read
-of s-1 must wait until s-1 comes round again, so the time between the two
-replies is one revolution less one sector, T - t, whatever the host's own
-cost (as long as it is below that); reads of s, s-2, s-4... are T - 2t
-apart. Each read is of a sector never read before and below every sector
-read so far, so it is never in the drive's cache (read-ahead runs forward).
-The medians give T = 2 m1 - m2 and t = m1 - m2; a track boundary between
-two reads shifts that one interval by the skew, which the median ignores.
+of s-k must wait until s-k comes round again, so the replies are one
+revolution less k sectors apart, T - k t, whatever the host's own cost (as
+long as it is below that). Each read is of a sector never read before and
+below every sector read so far, so it is never in the drive's cache
+(read-ahead runs forward). Runs at strides 1, 2, 4... and a line through
+their medians give T and t; a track boundary between two reads shifts that
+one interval by the skew, which the median ignores.
 
 A device whose intervals do not cluster (an SSD, a virtual disk, a page
 cache) is not rotating: its descending reads take what a random read takes.
