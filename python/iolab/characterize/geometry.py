@@ -187,7 +187,8 @@ def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tr
                 out.tracks.append(Track(pos, int(round(skew_ns / s.tau)), skew_ns))
                 if exact_prev is not None and spt_lo <= exact_prev - pos <= spt_hi and not s.exact:
                     spt_lo = spt_hi = exact_prev - pos
-                    s.tau = s.T / spt_lo  # exact now: as good as T
+                    # Sectors per track are LBNs; the sector time stays the
+                    # one measured (a track may hold spare sectors too).
                     s.exact = True
                 exact_prev = pos
         pos, tprev = below, tb

@@ -15,6 +15,7 @@ class LZone:
     first_lbn: int
     track_skew: int
     cyl_skew: int
+    spares: int = 0  # spare sectors at each track's end (DiskSim sparing scheme 3)
 
     @property
     def cylinders(self) -> int:
@@ -52,10 +53,11 @@ class Layout:
 
 
 def build(zone_starts: list[tuple[int, int]], heads: int, sectors: int, skew_ns: tuple[float, float],
-          period: float) -> Layout:
+          period: float, spares: int = 0) -> Layout:
     """Zones from (first LBN, sectors per track) pairs, each start moved to
     the nearest cylinder boundary of the zone before; skews (track,
-    cylinder) given in ns, turned into whole sectors of each zone."""
+    cylinder) given in ns, turned into whole sectors of each zone;
+    ``spares`` sectors at each track's end hold no LBN."""
     zones: list[LZone] = []
     first_lbn, first_cyl = 0, 0
     for i, (_, spt) in enumerate(zone_starts):
@@ -65,9 +67,9 @@ def build(zone_starts: list[tuple[int, int]], heads: int, sectors: int, skew_ns:
             cyls = max(1, round((raw_next - first_lbn) / spc))
         else:
             cyls = max(1, -(-(sectors - first_lbn) // spc))
-        tau = period / spt
+        tau = period / (spt + spares)
         zones.append(LZone(first_cyl, first_cyl + cyls - 1, spt, first_lbn,
-                           round(skew_ns[0] / tau), round(skew_ns[1] / tau)))
+                           round(skew_ns[0] / tau), round(skew_ns[1] / tau), spares))
         first_lbn += cyls * spc
         first_cyl += cyls
     return Layout(heads, zones, sectors)

@@ -55,6 +55,7 @@ class Result:
     interrupted: bool = False
     realtime: bool = False
     floor_note: str = ""
+    spares: int = 0
 
     @property
     def spt(self) -> int | None:
@@ -212,8 +213,21 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         zlist = [zones.Zone(0, spt)]
     if not complete:
         res.notes.append("zones: the budget ran out; the zones are those the samples measured")
-    skew_ns = (surf.track_skew * tau, (surf.cyl_skew if surf.cyl_skew is not None else surf.track_skew) * tau)
-    layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period)
+    tau_here = sc.tau_ns or tau
+    skew_ns = (surf.track_skew * tau_here,
+               (surf.cyl_skew if surf.cyl_skew is not None else surf.track_skew) * tau_here)
+    # Spare sectors: a track whose sectors pass in T/(spt + s) holds s
+    # sectors no LBN maps to. Told only where the sector time fixes the
+    # physical count to well under one sector (short tracks).
+    phys = period / sc.tau_ns if sc.tau_ns else spt
+    spares = round(phys) - spt if spt <= 200 and abs(phys - round(phys)) < 0.25 else 0
+    if not 0 <= spares <= 3:
+        spares = 0
+    if spares:
+        res.notes.append(f"sectors pass in T/{phys:.2f}: {spares} spare sector(s) per track of {spt} LBNs")
+    res.spares = spares
+    tau = period / (spt + spares)
+    layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period, spares)
     res.layout = layout
 
     # -- cache (its one-sector hit is the base of every seek) -----------------
