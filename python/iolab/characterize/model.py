@@ -26,13 +26,6 @@ from pathlib import Path
 
 from iolab.characterize.run import Result
 
-CACHE_DEFAULT_NOTE = "not measured"
-
-
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.6f}"
-
-
 def write_model(res: Result, out: Path, command: str) -> list[Path]:
     """Write the model files for ``res`` as ``out`` with suffixes; returns the files."""
     out.parent.mkdir(parents=True, exist_ok=True)

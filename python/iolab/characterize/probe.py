@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from iolab.characterize.device import Device
 
@@ -85,15 +85,13 @@ def figure(xs: Sequence[float], unit: str, scale: float = 1.0) -> Figure:
 
 
 class Prober:
-    """Reads on ``dev`` within ``budget_s`` seconds; ``on_progress(fraction,
-    text)`` is told how far the run is (by budget share and step)."""
+    """Reads on ``dev`` within ``budget_s`` seconds (steps check their share
+    with :meth:`check`)."""
 
-    def __init__(self, dev: Device, budget_s: float,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+    def __init__(self, dev: Device, budget_s: float) -> None:
         self.dev = dev
         self.t0 = time.monotonic()
         self.budget_s = budget_s
-        self.on_progress = on_progress or (lambda text: None)
         self.deadline = self.t0 + budget_s
 
     def elapsed(self) -> float:

@@ -99,14 +99,6 @@ def seek_distances(cylinders: int, quick: bool) -> list[int]:
     return sorted(d for d in ds if 1 <= d <= full)
 
 
-@dataclass
-class SeekResult:
-    v0: Threshold
-    head_switch: Figure | None
-    seek: list[tuple[int, Figure]]
-    failed: list[int]
-
-
 def as_figure(v: Threshold, base: Threshold, less: float = 0.0) -> Figure:
     """The move's time: V less the base (and ``less``: the expected wait
     for the sector the read-ahead is reading, half a sector, on a drive that
