@@ -35,6 +35,7 @@ SUBCOMMANDS = [
     "iolab.cli.mail",
     "iolab.cli.emu",
     "iolab.cli.recommend",
+    "iolab.cli.characterize",
 ]
 
 
@@ -60,6 +61,7 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "iolab.cli.emu": (("emu", "an emulated disk: serve an image over NBD with a disk model's timing"),),
     "iolab.cli.recommend": (("recommend", "which of today's schedulers suits a block trace on a disk "
                                           "(simulated, with tests)"),),
+    "iolab.cli.characterize": (("characterize", "extract a disk model from a device by timed reads (never writes)"),),
 }
 
 

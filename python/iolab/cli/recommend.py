@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="blkparse", choices=["blkparse", "msr", "spc", "fiu", "disksim"],
                    help="trace format (default blkparse)")
     disk = p.add_mutually_exclusive_group()
-    disk.add_argument("--disk", default=None, metavar="PRESET", help="disk preset (default modern7200; see iolab presets)")
+    disk.add_argument("--disk", default=None, metavar="PRESET", help="disk preset (default modern7200; see iolab presets), or a TOML file with a [disk] "
+                           "table (iolab characterize writes one)")
     disk.add_argument("--diskspecs", metavar="FILE", help="a DiskSim 4.0 parameter file")
     p.add_argument("--queue-depth", type=positive_int, default=None, metavar="N",
                    help="requests the device holds at once (default 32 for the ssd preset, else 1)")
@@ -71,6 +72,7 @@ def cmd_recommend(args) -> int:
     from rich.table import Table
 
     from iolab import recommend as rc
+    from iolab.diskfile import DiskFileError, is_disk_file, load_disk
     from iolab.sweep import run_sweep
 
     trace = Path(args.trace)
@@ -87,11 +89,18 @@ def cmd_recommend(args) -> int:
     if args.diskspecs:
         disk = {"diskspecs": str(Path(args.diskspecs).resolve())}
         qd = args.queue_depth or 1
+    elif args.disk and is_disk_file(args.disk):
+        try:
+            disk = load_disk(args.disk)
+        except DiskFileError as e:
+            raise UserError(str(e)) from None
+        qd = args.queue_depth or int(disk.get("queue_depth", 1))
     else:
         preset = args.disk or "modern7200"
         disk = {"preset": preset}
         qd = args.queue_depth or (32 if preset == "ssd" else 1)
     disk["queue_depth"] = qd
+    disk_name = args.diskspecs or args.disk or disk.get("preset")
     metric = rc.METRICS[args.metric]
     cfgs = rc.configs([s.strip() for s in args.schedulers.split(",") if s.strip()], rc.parse_tunables(args.tunables))
     spec = rc.build_spec(trace, args.format, disk, cfgs, args.seeds, args.jitter_ms, args.mode, args.speed,
@@ -106,7 +115,7 @@ def cmd_recommend(args) -> int:
     console = Console()
     jitter = (f"jitter {args.jitter_ms:g} ms, seeds 1..{args.seeds}" if args.jitter_ms > 0
               else "no jitter (deterministic, one run each)")
-    t = Table(title=f"{trace.name} on {disk.get('preset', args.diskspecs)} (queue depth {qd}), "
+    t = Table(title=f"{trace.name} on {disk_name} (queue depth {qd}), "
                     f"{args.mode} replay, {jitter}: {metric.title}")
     for col in ("configuration", f"{metric.unit or 'value'} (mean ± 95% CI)", "seeds"):
         t.add_column(col)

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("compare", help="compare schedulers on a disk preset and a named workload",
                        description="Build a spec from the options and run it (see `iolab presets`).")
-    p.add_argument("--disk", default="hp97560", help="disk preset (default hp97560)")
+    p.add_argument("--disk", default="hp97560",
+                   help="disk preset (default hp97560), or a TOML file with a [disk] table (iolab characterize writes one)")
     p.add_argument("--workload", default="iozone", help="named workload (default iozone)")
     p.add_argument("--schedulers", default="noop,deadline,as", help="comma-separated scheduler names")
     p.add_argument("--seeds", type=positive_int, default=3, metavar="N", help="repetitions with seeds 1..N (default 3)")
@@ -110,15 +111,28 @@ def cmd_compare(args) -> int:
         run["duration_s"] = args.duration
     if args.max_requests is not None:
         run["max_requests"] = args.max_requests
+    disk = _disk_arg(args.disk)
     spec = {
         "name": f"{args.workload} on {args.disk}",
-        "disk": {"preset": args.disk},
+        "disk": disk,
         "scheduler": [{"name": n} for n in names],
         "workload": json.loads(_iolab.workload_preset(args.workload)),
         "run": run,
     }
     exp = spec_from_dict(spec, "<iolab compare>", parse_overrides(args.overrides), progress=not args.quiet)
     return _execute(exp, args)
+
+
+def _disk_arg(arg: str) -> dict:
+    """--disk: a preset name, or a TOML file's [disk] table."""
+    from iolab.diskfile import DiskFileError, is_disk_file, load_disk
+
+    if not is_disk_file(arg):
+        return {"preset": arg}
+    try:
+        return load_disk(arg)
+    except DiskFileError as e:
+        raise UserError(str(e)) from None
 
 
 def _num(x: float) -> str:

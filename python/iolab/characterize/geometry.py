@@ -1,0 +1,247 @@
+"""Track boundaries, sectors per track, skews and surfaces, from the phase
+at which single-sector reads complete.
+
+A read of one sector completes when that sector has passed under the head
+(plus a constant: the bus, the reply), so between two reads of sectors k
+apart on one track the replies are k sector-times apart modulo the
+revolution T. Across a track boundary the first sector of the upper track
+starts ``skew`` sectors after the lower track's last one ends, so the
+phase jumps by ``skew`` sector-times: the boundary shows as the phase
+residual ``eps`` leaving zero.
+
+The scan reads fresh sectors in descending order only (read-ahead runs
+forward, so none is ever in the drive's cache): a coarse step until a
+boundary shows between two reads, then, on the tracks below, windows
+predicted from the bounds on sectors per track, read at an eighth of their
+width, until two consecutive boundaries are known to the sector; from there
+two reads per track (the first sector of each track and the sector before
+it) give every boundary's skew. Skews of two sizes are track and cylinder
+switches; the period of the larger is the number of surfaces.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from iolab.characterize.probe import BudgetExhausted, Prober, median
+
+
+def wrap(x: float, period: float) -> float:
+    """x modulo period, in (-period/2, period/2]."""
+    return x - period * math.floor(x / period + 0.5)
+
+
+@dataclass
+class Track:
+    """A boundary known to the sector: ``first`` is the first LBN of the
+    upper track; ``skew`` the sectors between the lower track's end and its
+    start (the phase jump)."""
+
+    first: int
+    skew: int
+    jump_ns: float
+
+
+@dataclass
+class Scan:
+    top: int
+    tracks: list[Track] = field(default_factory=list)  # descending `first`
+    reads: int = 0
+    tau_ns: float = 0.0
+    tol: float = 1.0  # sectors: how far one boundary's skew may be off
+
+    def spts(self) -> list[int]:
+        """Sectors per track between consecutive exact boundaries."""
+        return [a.first - b.first for a, b in zip(self.tracks, self.tracks[1:])]
+
+    def spt(self) -> int | None:
+        c = Counter(self.spts())
+        return c.most_common(1)[0][0] if c else None
+
+
+class _Scanner:
+    def __init__(self, prober: Prober, period: float, tau: float, jitter: float) -> None:
+        self.p = prober
+        self.T = period
+        self.tau = tau
+        self.tau0 = tau
+        self.steps: list[tuple[int, int]] = []
+        self.exact = False
+        self.thr = min(period / 16, max(150_000.0, 8 * jitter))
+
+    def eps(self, k: int, dt: int) -> float:
+        return wrap(dt + k * self.tau, self.T)
+
+    def learn(self, k: int, dt: int) -> bool:
+        """The sector time here, from the steps of 8 sectors or more: each
+        is k t apart (mod T) but for the few that cross a boundary, which the
+        median leaves out. The rotation step measured t elsewhere on the
+        disk; a zone has its own."""
+        if self.exact or k < 8:
+            return False
+        self.steps.append((k, dt))
+        if len(self.steps) >= 3:
+            self.tau = self.tau0 - median([wrap(d + j * self.tau0, self.T) / j for j, d in self.steps])
+            return True
+        return False
+
+
+def scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tracks: int,
+         until: float | None = None, bottom: int = 0, enough: Callable[[Scan], bool] | None = None,
+         max_reads: int | None = None) -> Scan:
+    """Scan down from ``top`` until ``tracks`` boundaries are known to the
+    sector, or ``enough(scan)`` says so, or the step's time ``until`` passes
+    (what was found is kept), or ``bottom``."""
+    try:
+        return _scan(prober, top, period, tau, jitter, tracks, until, bottom, enough, max_reads)
+    except BudgetExhausted as e:
+        if e.args and isinstance(e.args[0], Scan):
+            return e.args[0]
+        raise
+
+
+def _scan(prober: Prober, top: int, period: float, tau: float, jitter: float, tracks: int,
+          until: float | None, bottom: int, enough: Callable[[Scan], bool] | None,
+          max_reads: int | None) -> Scan:
+    s = _Scanner(prober, period, tau, jitter)
+    out = Scan(top)
+    out.tol = max(1.5, 4 * jitter / tau)
+    spt0 = period / tau
+    spt_lo, spt_hi = int(spt0 * 0.7), int(math.ceil(spt0 * 1.45)) + 1
+    bounds0 = (spt_lo, spt_hi)
+    pos = top
+    tprev = prober.read(pos)
+    out.reads += 1
+    last: tuple[int, int] | None = None  # the last boundary B lies in (lo, hi]
+    exact_prev: int | None = None
+    while len(out.tracks) < tracks and not (enough and enough(out)) and (max_reads is None or out.reads < max_reads):
+        try:
+            prober.check(until)
+        except BudgetExhausted:
+            out.tau_ns = s.tau
+            raise BudgetExhausted(out) from None
+        if last is None:
+            nxt = pos - max(1, spt_lo // 6)
+        else:
+            lo, hi = last
+            wlo, whi = lo - spt_hi, hi - spt_lo  # next boundary in (wlo, whi]
+            if pos > whi:
+                nxt = whi
+            else:
+                nxt = pos - max(1, math.ceil((whi - wlo) / 8))
+                if pos <= wlo:  # passed the window with nothing: start over
+                    # (once sectors per track are known exactly they stay known)
+                    last = None
+                    if not s.exact:
+                        spt_lo, spt_hi = bounds0
+                    exact_prev = None
+                    nxt = pos - max(1, spt_lo // 6)
+        if nxt < bottom:
+            break
+        t = prober.read(nxt)
+        out.reads += 1
+        k, dt = pos - nxt, t - tprev
+        if s.learn(k, dt) and last is None:
+            # The sector time here is known better now: so is sectors per track.
+            spt0 = period / s.tau
+            bounds0 = spt_lo, spt_hi = int(spt0 * 0.85), int(math.ceil(spt0 * 1.18)) + 1
+        e = s.eps(k, dt)
+        if abs(e) <= s.thr:
+            pos, tprev = nxt, t
+            continue
+        # A boundary in (nxt, pos], or a reply the host saw late. A point is
+        # trusted when the sector below it agrees with it (the next read of
+        # the same track, T - t later); try a few sectors down.
+        cand, tc = nxt, t
+        trusted = None
+        for _ in range(4):
+            t2 = prober.read(cand - 1)
+            out.reads += 1
+            if abs(s.eps(1, t2 - tc)) <= s.thr:
+                trusted = (cand, tc, cand - 1, t2)
+                break
+            cand, tc = cand - 1, t2
+        if trusted is None:  # four disagreeing reads: start over from the last one
+            pos, tprev = cand, tc
+            last, exact_prev = None, None
+            if not s.exact:
+                spt_lo, spt_hi = bounds0
+            continue
+        x, tx, below, tb = trusted
+        k = pos - x
+        e = s.eps(k, tx - tprev)
+        if abs(e) > s.thr:
+            if last is not None:
+                lo_p, hi_p = last
+                a, b = lo_p + 1 - pos, hi_p - x - 1
+                if max(a, spt_lo) <= min(b, spt_hi):
+                    spt_lo, spt_hi = max(a, spt_lo), min(b, spt_hi)
+                elif not s.exact:
+                    spt_lo, spt_hi = bounds0
+            last = (x, pos)
+            if k == 1:
+                skew_ns = (-e) % s.T
+                out.tracks.append(Track(pos, int(round(skew_ns / s.tau)), skew_ns))
+                if exact_prev is not None and spt_lo <= exact_prev - pos <= spt_hi and not s.exact:
+                    spt_lo = spt_hi = exact_prev - pos
+                    # Sectors per track are LBNs; the sector time stays the
+                    # one measured (a track may hold spare sectors too).
+                    s.exact = True
+                exact_prev = pos
+        pos, tprev = below, tb
+    out.tau_ns = s.tau
+    return out
+
+
+@dataclass
+class Surfaces:
+    """What the skews say: ``track_skew``/``cyl_skew`` in sectors, ``heads``
+    (None when every boundary has the same skew: then the cylinders cannot
+    be told from the skews), and the LBN of a cylinder's first sector."""
+
+    track_skew: int
+    cyl_skew: int | None
+    heads: int | None
+    cylinder_start: int | None
+    why: str
+
+
+def found_cylinders(sc: Scan) -> bool:
+    """Enough to tell the surfaces: three boundaries of the rarer skew, the
+    same number of tracks apart."""
+    s = surfaces(sc)
+    if s.heads is None:
+        return False
+    cyl = [t for t in sc.tracks if abs(t.skew - s.track_skew) > 1]
+    return len(cyl) >= 3
+
+
+def surfaces(sc: Scan) -> Surfaces:
+    skews = [t.skew for t in sc.tracks]
+    if not skews:
+        return Surfaces(0, None, None, None, "no track boundary found")
+    # One boundary's skew is known to the timing noise (sc.tol sectors): the
+    # track skew is the median of those near the median of all; cylinder
+    # switches are the boundaries clearly off it.
+    mid = median(skews)
+    tol = max(sc.tol, 0.03 * (sc.spt() or 0))
+    track_skew = round(median([k for k in skews if abs(k - mid) <= tol]))
+    cyl = [t for t in sc.tracks if abs(t.skew - track_skew) > tol]
+    if len(cyl) < 2:
+        if len(cyl) == 1:
+            return Surfaces(track_skew, cyl[0].skew, None, cyl[0].first,
+                            f"one cylinder switch among {len(skews)} boundaries: surfaces > {len(skews) // 2}")
+        return Surfaces(track_skew, None, None, None,
+                        f"all {len(skews)} boundaries have skew {track_skew}: track and cylinder switches "
+                        "look alike")
+    spt = sc.spt() or 1
+    gaps = [round((a.first - b.first) / spt) for a, b in zip(cyl, cyl[1:])]
+    heads = Counter(gaps).most_common(1)[0][0]
+    cyl_skew = round(median([t.skew for t in cyl]))
+    agree = sum(1 for g in gaps if g == heads)
+    return Surfaces(track_skew, cyl_skew, heads, cyl[-1].first,
+                    f"{len(cyl)} cylinder switches (skew {cyl_skew}) every {heads} tracks "
+                    f"({agree}/{len(gaps)} gaps agree) among {len(skews)} boundaries (skew {track_skew})")

@@ -1,0 +1,298 @@
+"""`iolab characterize`: the steps in order, each within its share of the
+budget, and the result every figure of which carries its spread.
+
+1. the host's own round trip (NBD only);
+2. rotation (:mod:`rotation`): a rotating disk, or the solid-state path;
+3. geometry (:mod:`geometry`): sectors per track, skews, surfaces;
+4. zones (:mod:`zones`);
+5. overhead, head switch and seek curve (:mod:`seek`);
+6. the cache (:mod:`cache`);
+or, for a disk that does not rotate, latency by size and queue depth
+(:mod:`solid`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from iolab.characterize import cache as cache_mod
+from iolab.characterize import geometry, rotation, seek, solid, zones
+from iolab.characterize.device import Device
+from iolab.characterize.layout import Layout, build
+from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd
+
+# Shares of the budget each step may use, cumulative (of the whole).
+SHARES = {"geometry": 0.30, "zones": 0.45, "cache": 0.55, "seek": 1.0}
+
+
+@dataclass
+class Result:
+    device: str
+    kind: str
+    sectors: int
+    budget_s: float
+    rotating: bool = False
+    host_rtt_ns: float | None = None
+    rot: rotation.Rotation | None = None
+    scan: geometry.Scan | None = None
+    surf: geometry.Surfaces | None = None
+    zone_samples: list[zones.Sample] = field(default_factory=list)
+    zones_complete: bool = False
+    layout: Layout | None = None
+    v0: seek.Threshold | None = None
+    head_switch: Figure | None = None
+    seeks: list[tuple[int, Figure]] = field(default_factory=list)
+    seek_failed: list[int] = field(default_factory=list)
+    overhead: Figure | None = None
+    cache: cache_mod.CacheResult | None = None
+    solid: solid.SolidResult | None = None
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    reads: int = 0
+    interrupted: bool = False
+    realtime: bool = False
+    floor_note: str = ""
+    spares: int = 0
+
+    @property
+    def spt(self) -> int | None:
+        return self.scan.spt() if self.scan else None
+
+
+def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device") -> None:
+    """The command overhead again, above a host floor measured apart."""
+    if res.cache is None:
+        return
+    hit, bus = res.cache.hit_1, res.cache.bus_per_block
+    res.host_rtt_ns = floor_ns
+    res.overhead = Figure(hit.value - floor_ns - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
+    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
+
+
+def _realtime(res: Result) -> Callable[[], None]:
+    """Real-time priority (SCHED_FIFO 5, below `iolab emu`'s 10) while
+    measuring: a normal process on a busy host sees replies milliseconds
+    late now and then. Without the right to it, carry on and say so.
+    Returns what puts the old policy back."""
+    try:
+        old = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
+    except (OSError, AttributeError):
+        res.notes.append("real-time priority refused (needs root or CAP_SYS_NICE): timing at normal priority, "
+                         "with more late replies")
+        return lambda: None
+    res.realtime = True
+
+    def restore() -> None:
+        try:
+            os.sched_setscheduler(0, old[0], old[1])
+        except OSError:
+            pass
+
+    return restore
+
+
+def _surfaces_by_switch(prober: Prober, sc: geometry.Scan, spt: int, period: float,
+                        surf: geometry.Surfaces) -> geometry.Surfaces:
+    """Surfaces from the time of each switch when the skews are alike: the
+    boundaries whose switch takes clearly another time than most are
+    cylinder switches."""
+    firsts = [t.first for t in sc.tracks][:24]
+    try:
+        v = seek.switch_times(prober, firsts, spt, period, until=_until(prober, "geometry") + 0.1 * prober.budget_s)
+    except BudgetExhausted:
+        return surf
+    cut = seek.split_two([x for _, x in v], max(60_000.0, 8 * period / 2 ** (seek.STEPS + 1)))
+    if cut is None:
+        return geometry.Surfaces(surf.track_skew, surf.cyl_skew, None, None,
+                                 surf.why + f"; the {len(v)} switch times measured form one cluster")
+    lo = [b for b, x in v if x < cut]
+    hi = [b for b, x in v if x >= cut]
+    cyl = lo if len(lo) < len(hi) else hi
+    gaps = [round((a - b) / spt) for a, b in zip(cyl, cyl[1:])]
+    if not gaps:
+        return surf
+    heads = median(gaps)
+    agree = sum(1 for g in gaps if g == heads)
+    if agree < len(gaps) - 1:
+        return geometry.Surfaces(surf.track_skew, surf.cyl_skew, None, None,
+                                 surf.why + f"; switch times do not repeat regularly ({gaps})")
+    return geometry.Surfaces(surf.track_skew, surf.track_skew, int(heads), cyl[-1],
+                             surf.why + f"; by switch time: {len(cyl)} of {len(v)} boundaries are cylinder "
+                             f"switches, every {int(heads)} tracks ({agree}/{len(gaps)} gaps agree)")
+
+
+def _until(prober: Prober, step: str) -> float:
+    return prober.t0 + prober.budget_s * SHARES[step]
+
+
+def characterize(dev: Device, budget_s: float, quick: bool = False,
+                 on_step: Callable[[str, float], None] | None = None,
+                 host_floor_ns: float | None = None) -> Result:
+    """Measure ``dev`` within ``budget_s`` seconds (the rotation step always
+    runs to the end). ``on_step(text, fraction_of_budget)`` reports progress.
+    ``host_floor_ns``: what a one-sector read costs the host and the server
+    besides the disk, when it is known (measured on a zero-latency
+    `iolab emu`); otherwise a zero-length NBD read's round trip stands for
+    it, which leaves out the data's transfer and the server's timer."""
+    step = on_step or (lambda text, frac: None)
+    prober = Prober(dev, budget_s)
+    res = Result(dev.name, dev.kind, dev.sectors, budget_s)
+    restore = _realtime(res)
+    try:
+        _run(prober, res, step, quick, host_floor_ns)
+    except KeyboardInterrupt:
+        res.interrupted = True
+        res.notes.append("interrupted: the steps after the interruption were not measured")
+    finally:
+        restore()
+    res.elapsed_s = prober.elapsed()
+    res.reads = dev.reads
+    return res
+
+
+def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick: bool,
+         host_floor_ns: float | None) -> None:
+    dev = prober.dev
+    n = dev.sectors
+    step("host round trip", 0.0)
+    if host_floor_ns is not None:
+        res.host_rtt_ns = host_floor_ns
+        res.notes.append(f"host floor given: {host_floor_ns / 1e3:.0f} us per one-sector read")
+    else:
+        res.host_rtt_ns = dev.host_round_trip_ns()
+    step("rotation", 0.01)
+    rot = rotation.measure(prober, top=int(n * 0.35), n=24 if quick else 40)
+    res.rot = rot
+    res.rotating = rot.rotating
+    if not rot.rotating:
+        step("solid-state latency", 0.05)
+        res.solid = solid.measure(prober, quick, until=prober.deadline)
+        return
+    assert rot.period is not None and rot.sector_time is not None
+    period = rot.period.value
+    jitter = robust_sd(rot.intervals1)
+
+    # -- geometry -------------------------------------------------------------
+    step("track boundaries, skews, surfaces", prober.elapsed() / prober.budget_s)
+    try:
+        sc = geometry.scan(prober, int(n * 0.55), period, rot.sector_time.value, jitter,
+                           tracks=64, until=_until(prober, "geometry"), bottom=int(n * 0.45),
+                           enough=geometry.found_cylinders)
+    except BudgetExhausted:
+        res.notes.append("geometry: the budget ran out before any track boundary was found")
+        return
+    res.scan = sc
+    spt = sc.spt()
+    if spt is None:
+        res.notes.append("geometry: no two consecutive track boundaries found; nothing below is measured")
+        return
+    surf = geometry.surfaces(sc)
+    if surf.heads is None and len(sc.tracks) >= 6:
+        surf = _surfaces_by_switch(prober, sc, spt, period, surf)
+    res.surf = surf
+    heads = surf.heads
+    if heads is None:
+        res.notes.append(f"surfaces: {surf.why}; the model takes 1 surface (cylinders are tracks)")
+        heads = 1
+    tau = period / spt
+
+    # -- zones ----------------------------------------------------------------
+    step("zones", prober.elapsed() / prober.budget_s)
+    pts = 8 if quick else 24
+    zlist, samples, complete = zones.find_zones(prober, n, period, spt, jitter, pts,
+                                                resolution=max(1, spt * heads // 2),
+                                                until=_until(prober, "zones"))
+    res.zone_samples = samples
+    res.zones_complete = complete
+    if not zlist:
+        res.notes.append("zones: no sample gave sectors per track")
+        zlist = [zones.Zone(0, spt)]
+    if not complete:
+        res.notes.append("zones: the budget ran out; the zones are those the samples measured")
+    tau_here = sc.tau_ns or tau
+    skew_ns = (surf.track_skew * tau_here,
+               (surf.cyl_skew if surf.cyl_skew is not None else surf.track_skew) * tau_here)
+    # Spare sectors: a track whose sectors pass in T/(spt + s) holds s
+    # sectors no LBN maps to. Told only where the sector time fixes the
+    # physical count to well under one sector (short tracks).
+    phys = period / sc.tau_ns if sc.tau_ns else spt
+    spares = round(phys) - spt if spt <= 200 and abs(phys - round(phys)) < 0.25 else 0
+    if not 0 <= spares <= 3:
+        spares = 0
+    if spares:
+        res.notes.append(f"sectors pass in T/{phys:.2f}: {spares} spare sector(s) per track of {spt} LBNs")
+    res.spares = spares
+    tau = period / (spt + spares)
+    layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period, spares)
+    res.layout = layout
+
+    # -- cache (its one-sector hit is the base of every seek) -----------------
+    step("cache", prober.elapsed() / prober.budget_s)
+    try:
+        res.cache = cache_mod.measure(prober, int(n * 0.98), int(n * 0.60), period, tau, jitter,
+                                      until=_until(prober, "cache"))
+    except BudgetExhausted:
+        res.notes.append("cache: the budget ran out")
+    if res.cache is None:
+        return
+    hit = res.cache.hit_1
+    bus = res.cache.bus_per_block
+    rtt = res.host_rtt_ns or 0.0
+    # A one-sector hit is the round trip, the command overhead and one
+    # block's bus time; a miss with no wait adds the sector's pass. Hit and
+    # miss are taken to cost the drive the same overhead.
+    res.overhead = Figure(hit.value - rtt - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
+    res.floor_note = "a zero-length NBD read's round trip" if res.kind == "nbd" else "nothing (a system call's cost)"
+    base = seek.Threshold(hit.value + tau, hit.spread, 0.0, hit.n, True)
+    res.v0 = base
+    # A drive that reads ahead is reading a sector when the next command
+    # comes and finishes it before the arm moves: on average half a sector.
+    less = tau / 2 if res.cache.read_ahead else 0.0
+
+    # -- head switch, seeks -----------------------------------------------------
+    step("head switch, seek curve", prober.elapsed() / prober.budget_s)
+    until = _until(prober, "seek")
+    cyls = layout.full_cylinders()
+    base_cyl = cyls // 2
+    # The reference read is never on a cylinder's last surface: the drive's
+    # read-ahead after it may go on to the next track, and so stays on the
+    # cylinder.
+    usable = max(1, heads - 1)
+    try:
+        if heads > 2:
+            def next_head(k: int, s: int) -> tuple[int, int]:
+                c = base_cyl - k
+                z = layout.zone_of_cyl(c)
+                j = z.spt - 1
+                return layout.lbn(c, 1, j), layout.lbn(c, 0, (j - s) % z.spt)
+
+            hs = seek.robust_threshold(prober, next_head, period, spt // 2)
+            if hs.ok:
+                res.head_switch = seek.as_figure(hs, base, less)
+        fracs = [0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6, 0.2, 0.8, 0.3, 0.7]
+        for i, d in enumerate(seek.seek_distances(cyls, quick)):
+            prober.check(until)
+            step(f"seek curve: {d} cylinders", prober.elapsed() / prober.budget_s)
+            ca = int((cyls - 1 - d) * fracs[i % len(fracs)])
+            cb = ca + d
+            za, zb = layout.zone_of_cyl(ca), layout.zone_of_cyl(cb)
+            h = i % usable
+
+            def pair(k: int, s: int, ca: int = ca, cb: int = cb, za=za, zb=zb, h: int = h) -> tuple[int, int]:
+                ja = za.spt - 1 - k
+                jb = zb.spt - 1 - round(k * zb.spt / za.spt) - s
+                return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
+
+            t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
+            f = seek.as_figure(t, base, less) if t.ok else None
+            if f is not None and f.value > 0:
+                res.seeks.append((d, f))
+            else:  # no threshold, or one below the base: a late reply misled it
+                res.seek_failed.append(d)
+    except BudgetExhausted:
+        res.notes.append(f"seek: the budget ran out after {len(res.seeks)} distances")
+    step("done", 1.0)

@@ -1,0 +1,143 @@
+"""Per-command overhead, head switch and the seek curve, by the smallest
+host delay that costs a revolution.
+
+A pair: a reference read ``a``, then a target read ``b`` sent ``D`` ns after
+``a``'s reply. With ``D = 0`` the replies are ``I0`` apart. As ``D`` grows,
+the drive reaches ``b`` later, and at ``D*`` it arrives just after ``b``'s
+first sector has passed: the interval jumps by a revolution. At that
+instant the host's send, the command overhead, the arm's move and the
+sector's own pass exactly fill the time from ``a``'s reply, so
+
+    V = I0 - D* = round trip + overhead + move + sector time + bus
+
+whatever the angle between ``a`` and ``b``. With ``b`` on ``a``'s own track
+(behind it, so the drive waits for it) the move is nothing: ``V0``. With
+``b`` on the next surface of the cylinder it is the head switch; ``d``
+cylinders away, the seek: ``seek(d) = V(d) - V0``. ``D*`` is found by
+bisection over one revolution (10 steps: T/1024), each step with a fresh
+pair moved so that its angle is the same (every read of a sector below all
+read so far in its neighbourhood, never in the drive's cache).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from iolab.characterize.probe import Figure, Prober, median
+
+STEPS = 10
+BASE = 3  # pairs measuring I0
+
+
+@dataclass
+class Threshold:
+    value_ns: float  # V
+    resolution_ns: float
+    i0_spread_ns: float
+    pairs: int
+    ok: bool
+    why: str = ""
+
+
+def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period: float) -> Threshold:
+    """V for the pairs ``pair_at(0)``, ``pair_at(1)``... (each one fresh and at
+    the same angle)."""
+    i0s = [prober.pair(*pair_at(k)) for k in range(BASE)]
+    spread = max(i0s) - min(i0s)
+    if spread > period / 2:
+        return Threshold(math.nan, math.nan, spread, BASE, False, "I0 straddles a revolution")
+    i0 = median(i0s)
+    k = BASE
+
+    def flipped(delay: float) -> bool:
+        nonlocal k
+        i = prober.pair(*pair_at(k), delay_ns=int(delay))
+        k += 1
+        return i > i0 + period / 2
+
+    # A reply the host sees late flips one step the wrong way; the result is
+    # checked a few resolutions either side and the search done again once
+    # if the check fails.
+    res = period / 2 ** (STEPS + 1)
+    for _attempt in range(2):
+        lo, hi = 0.0, period
+        for _ in range(STEPS):
+            mid = (lo + hi) / 2
+            if flipped(mid):
+                hi = mid
+            else:
+                lo = mid
+        d_star = (lo + hi) / 2
+        if not flipped(max(0.0, d_star - 8 * res)) and flipped(min(period, d_star + 8 * res)):
+            return Threshold(i0 - d_star, res, spread, k, True)
+    return Threshold(i0 - d_star, res, spread, k, False, "the threshold did not hold when checked")
+
+
+def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, int]], period: float,
+                     shift: int) -> Threshold:
+    """``threshold`` with ``pair_at(k, s)``; if the base pairs straddle a
+    revolution, again with the target ``shift`` sectors further round."""
+    for s in (0, shift, shift // 2, shift + shift // 2):
+        t = threshold(prober, lambda k, s=s: pair_at(k, s), period)
+        if t.ok:
+            break
+    return t
+
+
+def seek_distances(cylinders: int, quick: bool) -> list[int]:
+    """Distances for the seek table: 1..10 (1, 2, 3, 5, 8 with ``quick``),
+    every tenth of the stroke, and geometric steps between."""
+    full = cylinders - 1
+    ds = set(range(1, 11)) if not quick else {1, 2, 3, 5, 8}
+    ds |= {max(1, round(full * q / 10)) for q in range(1, 11)}
+    n = 6 if quick else 12
+    lo, hi = 12, max(13, full // 10)
+    for i in range(n):
+        ds.add(round(lo * (hi / lo) ** (i / max(1, n - 1))))
+    return sorted(d for d in ds if 1 <= d <= full)
+
+
+def as_figure(v: Threshold, base: Threshold, less: float = 0.0) -> Figure:
+    """The move's time: V less the base (and ``less``: the expected wait
+    for the sector the read-ahead is reading, half a sector, on a drive that
+    reads ahead and so is reading one when the command comes)."""
+    # The half sector is an expectation: the wait is anywhere in a sector
+    # (standard deviation: a sector over sqrt(12)).
+    return Figure(v.value_ns - base.value_ns - less,
+                  math.sqrt(v.resolution_ns**2 + base.resolution_ns**2 + (2 * less) ** 2 / 12), v.pairs, "ns")
+
+
+def switch_times(prober: Prober, firsts: list[int], spt: int, period: float,
+                 until: float | None = None) -> list[tuple[int, float]]:
+    """V across each track boundary (``firsts``: the first LBN of the upper
+    track): a read near the start of the upper track, then one on the lower
+    track. Between two surfaces of a cylinder the arm does not move (a head
+    switch); between cylinders it seeks one. Where the skews are alike these
+    times tell them apart. The reference read is near its track's start, so
+    the drive's read-ahead after it stays on that track for most of a
+    revolution."""
+    out: list[tuple[int, float]] = []
+    for b in firsts:
+        if until is not None:
+            prober.check(until)
+
+        def pair(k: int, s: int, b: int = b) -> tuple[int, int]:
+            return b + 40 - k, b - spt + spt // 2 - k - s
+
+        t = robust_threshold(prober, pair, period, spt // 4)
+        if t.ok:
+            out.append((b, t.value_ns))
+    return out
+
+
+def split_two(values: list[float], least: float) -> float | None:
+    """The cut between two clusters of ``values`` (the widest gap in the
+    sorted values), when that gap is over ``least``; else None."""
+    v = sorted(values)
+    if len(v) < 3:
+        return None
+    gaps = [(b - a, (a + b) / 2) for a, b in zip(v, v[1:])]
+    gap, cut = max(gaps)
+    return cut if gap > least else None

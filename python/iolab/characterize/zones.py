@@ -1,0 +1,80 @@
+"""Zones: sectors per track by LBN.
+
+Sectors per track is the media's transfer rate in sectors per revolution;
+:func:`geometry.scan` measures it exactly (two track boundaries known to the
+sector) at any LBN in a dozen reads. It is sampled at points spread over the
+disk, and where two neighbouring samples differ the zone boundary between
+them is found by bisection on LBN, down to half a cylinder (then it is
+rounded to the cylinder boundary the layout puts it on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iolab.characterize.geometry import scan
+from iolab.characterize.probe import BudgetExhausted, Prober
+
+
+@dataclass
+class Sample:
+    lbn: int  # where the scan found its tracks (the lowest exact boundary)
+    spt: int | None
+    skew: int | None
+
+
+def spt_at(prober: Prober, top: int, period: float, tau: float, jitter: float, until: float | None = None) -> Sample:
+    """Sectors per track just below ``top``: the value two or more of three
+    consecutive tracks agree on (a boundary a late reply hid makes one
+    track look twice as long)."""
+    sc = scan(prober, top, period, tau, jitter, tracks=4, until=until, max_reads=400)
+    spts = sc.spts()
+    best = max(set(spts), key=spts.count) if spts else None
+    if best is not None and spts.count(best) >= 2:
+        return Sample(sc.tracks[-1].first, best, sc.tracks[-1].skew)
+    return Sample(top, None, None)
+
+
+@dataclass
+class Zone:
+    first_lbn: int
+    spt: int
+
+
+def find_zones(prober: Prober, sectors: int, period: float, spt0: int, jitter: float, points: int,
+               resolution: int, until: float) -> tuple[list[Zone], list[Sample], bool]:
+    """Zones from ``points`` samples and bisection between differing ones to
+    ``resolution`` sectors. Returns the zones (by first LBN), the samples,
+    and whether it finished within ``until``."""
+    samples: list[Sample] = []
+    complete = True
+    try:
+        for i in range(points):
+            top = min(sectors - 1, int(sectors * (i + 0.5) / points))
+            tau = period / spt0 if not samples or samples[-1].spt is None else period / samples[-1].spt
+            s = spt_at(prober, top, period, tau, jitter, until)
+            samples.append(Sample(top, s.spt, s.skew))
+    except BudgetExhausted:
+        complete = False
+    good = [s for s in samples if s.spt is not None]
+    if not good:
+        return [], samples, False
+    zones = [Zone(0, good[0].spt)]  # type: ignore[arg-type]
+    for a, b in zip(good, good[1:]):
+        if a.spt == b.spt:
+            continue
+        lo, hi = a.lbn, b.lbn  # spt(lo) = a.spt, spt(hi) = b.spt
+        try:
+            while hi - lo > resolution:
+                mid = (lo + hi) // 2
+                s = spt_at(prober, mid, period, period / (a.spt or spt0), jitter, until)
+                if s.spt == a.spt:
+                    lo = mid
+                elif s.spt == b.spt:
+                    hi = mid
+                else:
+                    break  # a zone between, or a failed sample: leave the bound here
+        except BudgetExhausted:
+            complete = False
+        zones.append(Zone((lo + hi) // 2, b.spt))  # type: ignore[arg-type]
+    return zones, samples, complete
