@@ -69,6 +69,15 @@ def test_the_emulator_log_is_cut_at_the_markers(tmp_path):
     assert c["utilization"] == pytest.approx(6_000 / 7_000)
     assert c["mean_seek_cylinders"] == 4.0
     assert c["median_gap_us"] == pytest.approx((6_000 - 6_000) / 1e3)  # reply 1_000+4_000+1_000 -> 6_000
+    # the disk's bytes over the run's window: the opening marker's completion
+    # (110 ns) to the closing marker's arrival (10,000 ns)
+    assert c["disk_mb_s"] == pytest.approx(2 * 8 * 512 / (9_890 / 1e9) / 1e6)
+
+
+def test_only_a_buffered_writer_is_compared_at_the_disk():
+    from iolab.kernel.workloads import WORKLOADS
+
+    assert [w for w in WORKLOADS.values() if w.buffered_writes] == [WORKLOADS["bufwrite"]]
 
 
 def test_simulator_counterparts_say_when_they_stand_in():
