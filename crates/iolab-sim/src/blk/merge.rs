@@ -111,7 +111,7 @@ impl BlockLayer {
                 return Some((id, kind));
             }
         }
-        if let Some(&id) = self.hash.get(&bio.sector) {
+        if let Some(id) = self.hash.get(bio.sector) {
             if self.merge_ok(id, view, elv) {
                 return Some((id, MergeKind::Back));
             }
@@ -241,10 +241,6 @@ impl BlockLayer {
 
     /// `elv_rqhash_del`.
     pub(super) fn hash_del(&mut self, rq: &Request) {
-        if let std::collections::hash_map::Entry::Occupied(e) = self.hash.entry(rq.end_sector()) {
-            if *e.get() == rq.id {
-                e.remove();
-            }
-        }
+        self.hash.remove_if(rq.end_sector(), rq.id);
     }
 }

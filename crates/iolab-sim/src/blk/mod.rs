@@ -21,17 +21,20 @@
 //! timer, wake a process) it writes into [`Effects`], which the engine
 //! drains after each call. Files: `bio` (bios and the bio store), `merge`
 //! (`elv_merge`, `attempt_merge`, the merge hash), `plug` (plugging),
-//! `limits` (the request list: `get_request`, `freed_request`, congestion).
+//! `limits` (the request list: `get_request`, `freed_request`, congestion),
+//! `rqhash` (the merge hash's table).
 
 pub mod bio;
 pub mod limits;
 pub mod merge;
 pub mod mq;
 pub mod plug;
+mod rqhash;
 
 use self::bio::{Bio, BioStore, NIL};
 use self::limits::RequestList;
 use self::plug::Plug;
+use self::rqhash::RqHash;
 use crate::error::{Error, Result};
 use crate::request::{IoPrio, ProcessId, Request, RequestId, SECTOR_BYTES};
 use crate::sched::Elevator;
@@ -288,7 +291,7 @@ pub struct BlockLayer {
     table: Table,
     bios: BioStore,
     /// `elv_rqhash`: queued requests by end sector (back-merge lookup).
-    hash: IntMap<u64, RequestId>,
+    hash: RqHash,
     /// `q->last_merge`: the one-hit merge cache.
     last_merge: Option<RequestId>,
     plug: Plug,
@@ -328,7 +331,7 @@ impl BlockLayer {
             next_id: 0,
             table: Table::default(),
             bios: BioStore::default(),
-            hash: IntMap::default(),
+            hash: RqHash::default(),
             last_merge: None,
             plug: Plug::default(),
             rl: RequestList::new(spec.nr_requests),

@@ -323,7 +323,7 @@ impl BlockLayer {
         let mut rq = id;
         loop {
             let sector = self.table.get(rq).expect("known").rq.sector;
-            let Some(&cand) = self.hash.get(&sector) else { break };
+            let Some(cand) = self.hash.get(sector) else { break };
             if !self.attempt_merge(cand, rq, elv, now) {
                 break;
             }
@@ -361,7 +361,7 @@ impl BlockLayer {
                 }
             }
         }
-        if let Some(&id) = self.hash.get(&bio.sector) {
+        if let Some(id) = self.hash.get(bio.sector) {
             if self.mq_bio_merge_ok(id, view, elv, now) {
                 return Some((id, MergeKind::Back));
             }

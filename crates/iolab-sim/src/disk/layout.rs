@@ -237,6 +237,17 @@ pub struct Layout {
     pub zones: Vec<Zone>,
     maps: Vec<ZoneMap>,
     capacity: u64,
+    /// LBNs the zones map (the last zone's end), kept: every locate
+    /// clamps to it.
+    mapped: u64,
+    /// Which zone holds an LBN, without a binary search over the zones on
+    /// every locate: the LBN space is cut into slices of `1 << zone_shift`
+    /// LBNs, and `zone_at[k]` is the zone of slice `k`'s first LBN; a zone
+    /// boundary inside the slice is found by stepping on to the next zones
+    /// (the slices are many times finer than the zones, so that is rare).
+    /// Derived from `zones` in `new`.
+    zone_at: Vec<u32>,
+    zone_shift: u32,
 }
 
 impl Layout {
@@ -354,7 +365,17 @@ impl Layout {
         if capacity == 0 {
             return bad("the disk holds no sectors".into());
         }
-        Ok(Layout { surfaces, cylinders, mapping, sparing, zones, maps, capacity })
+        let mapped = lbn;
+        // Slices of 2^shift LBNs, at most 16 per zone.
+        let most = 16 * zones.len() as u64;
+        let mut zone_shift = 0;
+        while (mapped - 1) >> zone_shift >= most {
+            zone_shift += 1;
+        }
+        let zone_at = (0..=(mapped - 1) >> zone_shift)
+            .map(|k| zones.partition_point(|z| z.first_lbn + z.lbns <= k << zone_shift) as u32)
+            .collect();
+        Ok(Layout { surfaces, cylinders, mapping, sparing, zones, maps, capacity, mapped, zone_at, zone_shift })
     }
 
     /// A single-zone disk, no reserved or spare space (e.g. the HP 97560
@@ -378,13 +399,20 @@ impl Layout {
 
     /// LBNs the zones map (at least the capacity).
     pub fn mapped(&self) -> u64 {
-        self.zones.last().map_or(0, |z| z.first_lbn + z.lbns)
+        self.mapped
     }
 
-    /// Index of the zone holding `lbn` (binary search; `lbn` < mapped).
+    /// Index of the zone holding `lbn` (`lbn` < mapped): the first zone
+    /// ending after it, as a binary search over the zones would find it.
     #[inline]
     fn zone_of(&self, lbn: u64) -> usize {
-        self.zones.partition_point(|z| z.first_lbn + z.lbns <= lbn).min(self.zones.len() - 1)
+        let last = self.zones.len() - 1;
+        let k = ((lbn >> self.zone_shift) as usize).min(self.zone_at.len() - 1);
+        let mut zi = self.zone_at[k] as usize;
+        while zi < last && self.zones[zi].first_lbn + self.zones[zi].lbns <= lbn {
+            zi += 1;
+        }
+        zi
     }
 
     /// Cylinder holding `lbn` (clamped to the last sector).
@@ -868,6 +896,40 @@ mod tests {
 
     fn layout(s: u32, cyls: u32, sparing: Sparing, zones: Vec<Zone>) -> Layout {
         Layout::new("t", s, cyls, Mapping::Conventional, sparing, zones, None, &mut Vec::new()).unwrap()
+    }
+
+    /// The slice index finds the zone a binary search over the zones
+    /// finds, around every zone and slice boundary, for zones of very
+    /// different sizes (a one-cylinder zone inside a slice too) and for
+    /// one zone.
+    #[test]
+    fn zone_index_agrees_with_a_binary_search() {
+        let mut first = 0;
+        let many: Vec<Zone> = (0..40u32)
+            .map(|i| {
+                let len = if i % 3 == 0 { 1 } else { 1 + i * i };
+                first += len;
+                zone(first - len, first - 1, 40 + (i * 7) % 50, 0, vec![], 0)
+            })
+            .collect();
+        let cyls = many.last().map(|z| z.last_cyl + 1).unwrap();
+        for l in [hp(), layout(4, cyls, Sparing::None, many)] {
+            let mapped = l.mapped();
+            assert_eq!(mapped, l.zones.last().map(|z| z.first_lbn + z.lbns).unwrap());
+            let mut visit: Vec<u64> = Vec::new();
+            for z in &l.zones {
+                visit.extend(z.first_lbn.saturating_sub(3)..z.first_lbn + 3);
+            }
+            for k in 0..l.zone_at.len() as u64 {
+                let b = k << l.zone_shift;
+                visit.extend(b.saturating_sub(2)..b + 2);
+            }
+            visit.extend((0..1000).map(|i| i * (mapped / 1000)));
+            for lbn in visit.into_iter().filter(|&x| x < mapped) {
+                let want = l.zones.partition_point(|z| z.first_lbn + z.lbns <= lbn).min(l.zones.len() - 1);
+                assert_eq!(l.zone_of(lbn), want, "LBN {lbn}");
+            }
+        }
     }
 
     /// The shortcut in `position` for zones without spares or slips is

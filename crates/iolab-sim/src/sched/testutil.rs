@@ -86,7 +86,6 @@ pub fn policy_ctx<'a>(
         ioc_finished: true,
         antic_start: ms(10),
         last_sector,
-        next_sync: None,
         cost,
     }
 }

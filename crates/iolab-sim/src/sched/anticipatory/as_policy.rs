@@ -189,7 +189,6 @@ mod tests {
             ioc_finished: true,
             antic_start: ms(10),
             last_sector: LAST,
-            next_sync: None,
             cost: &NoCost,
         }
     }

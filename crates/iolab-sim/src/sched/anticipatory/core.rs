@@ -201,7 +201,6 @@ impl State {
             ioc_finished: self.antic.ioc_finished,
             antic_start: self.antic.start,
             last_sector: self.last_sector[self.batch.dir],
-            next_sync: self.next_rq[SYNC].map(|s| *self.q.rq(s)),
             cost: &*self.cost,
             hist: &mut self.hist,
         }

@@ -27,11 +27,14 @@ pub const PAPER_HZ: u32 = 1000;
 pub struct Hz {
     hz: u32,
     jiffy_ns: u64,
+    /// MAX_THINKTIME, kept rather than divided out for every think-time
+    /// sample.
+    max_thinktime: u64,
 }
 
 impl Hz {
     pub const fn new(hz: u32) -> Hz {
-        Hz { hz, jiffy_ns: NS_PER_S / hz as u64 }
+        Hz { hz, jiffy_ns: NS_PER_S / hz as u64, max_thinktime: hz as u64 / 50 }
     }
     pub fn hz(self) -> u32 {
         self.hz
@@ -62,7 +65,7 @@ impl Hz {
     }
     /// MAX_THINKTIME = HZ/50 (20 ms): think-time samples stay below it.
     pub fn max_thinktime(self) -> u64 {
-        self.hz as u64 / 50
+        self.max_thinktime
     }
 }
 

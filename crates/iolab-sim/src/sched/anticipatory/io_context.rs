@@ -168,7 +168,15 @@ impl IoHistory {
             return None;
         }
         let hz = self.hz;
-        let aic = self.get_mut(pid);
+        // The context is looked up once for the whole update (this runs
+        // for nearly every request, AS's cooperator check adds a second
+        // call): the think-time and seek steps take it and the priors
+        // directly.
+        let i = pid as usize;
+        if i >= self.procs.len() {
+            self.procs.resize(i + 1, IoContext::NEW);
+        }
+        let (aic, priors) = (&mut self.procs[i], &mut self.priors);
         let mut sample = None;
         if aic.io_running || aic.io_started {
             let (mut think_ns, mut think_j) = (0, 0);
@@ -177,11 +185,10 @@ impl IoHistory {
                 think_j = hz.elapsed(aic.last_end_request, now).min(hz.max_thinktime() - 1);
             }
             let seek = rq.sector.abs_diff(aic.last_request_pos);
-            self.update_thinktime(pid, think_j);
-            self.update_seekdist(pid, seek);
+            update_thinktime(aic, priors, think_j);
+            update_seekdist(aic, priors, seek);
             sample = Some(IoSample { think_ns, think_jiffies: think_j, seek_sectors: seek });
         }
-        let aic = self.get_mut(pid);
         aic.last_request_pos = rq.end_sector();
         aic.io_started = true;
         sample
@@ -199,32 +206,30 @@ impl IoHistory {
     pub fn exit(&mut self, pid: ProcessId) {
         self.get_mut(pid).running = false;
     }
+}
 
-    /// as_update_thinktime: a process's first sample also feeds the prior
-    /// and counts as a non-event for exit_prob (it did not exit).
-    fn update_thinktime(&mut self, pid: ProcessId, ttime: u64) {
-        let p = &mut self.priors;
-        let t = &mut self.procs[pid as usize].ttime;
-        if t.samples == 0 {
-            p.new_ttime_mean = feed_prior(&mut p.new_ttime_total, ttime);
-            p.exit_prob = non_event(p.exit_prob);
-        }
-        t.push(ttime);
-        t.mean = (t.total + FP_ONE / 2) / t.samples;
+/// as_update_thinktime: a process's first sample also feeds the prior
+/// and counts as a non-event for exit_prob (it did not exit).
+fn update_thinktime(aic: &mut IoContext, p: &mut Priors, ttime: u64) {
+    let t = &mut aic.ttime;
+    if t.samples == 0 {
+        p.new_ttime_mean = feed_prior(&mut p.new_ttime_total, ttime);
+        p.exit_prob = non_event(p.exit_prob);
     }
+    t.push(ttime);
+    t.mean = (t.total + FP_ONE / 2) / t.samples;
+}
 
-    /// as_update_seekdist: the prior sees the raw distance; the process's
-    /// own history sees it clamped, so one far seek cannot swamp it.
-    fn update_seekdist(&mut self, pid: ProcessId, sdist: u64) {
-        let p = &mut self.priors;
-        let s = &mut self.procs[pid as usize].seek;
-        if s.samples == 0 {
-            p.new_seek_mean = feed_prior(&mut p.new_seek_total, sdist);
-        }
-        let slack = if s.samples <= SEEK_NEW_WEIGHT { SEEK_SLACK_NEW } else { SEEK_SLACK };
-        s.push(sdist.min(s.mean * 4 + slack));
-        s.mean = (s.total + s.samples / 2) / s.samples;
+/// as_update_seekdist: the prior sees the raw distance; the process's
+/// own history sees it clamped, so one far seek cannot swamp it.
+fn update_seekdist(aic: &mut IoContext, p: &mut Priors, sdist: u64) {
+    let s = &mut aic.seek;
+    if s.samples == 0 {
+        p.new_seek_mean = feed_prior(&mut p.new_seek_total, sdist);
     }
+    let slack = if s.samples <= SEEK_NEW_WEIGHT { SEEK_SLACK_NEW } else { SEEK_SLACK };
+    s.push(sdist.min(s.mean * 4 + slack));
+    s.mean = (s.total + s.samples / 2) / s.samples;
 }
 
 /// A prior's update: its total decays without a sample weight, so its mean

@@ -70,9 +70,6 @@ pub struct PolicyCtx<'a> {
     /// `last_sector[batch_data_dir]`: where the last request of the
     /// current batch direction ended, the best guess at the head position.
     pub last_sector: u64,
-    /// The sync direction's next request in elevator order (`next_rq`):
-    /// what would be served if nobody waited.
-    pub next_sync: Option<Request>,
     /// Positioning-cost estimates from the experiment's disk model.
     pub cost: &'a dyn PositionCost,
 }
