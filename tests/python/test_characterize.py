@@ -135,3 +135,18 @@ def test_compare_takes_a_disk_toml(tmp_path, capsys):
     (tmp_path / "bad.toml").write_text("[disk]\nqueue_depth = 1\n")
     assert main(["compare", "--disk", str(tmp_path / "bad.toml"), "-q"]) == 2
     assert "exactly one of `preset` and `diskspecs`" in capsys.readouterr().err
+
+
+def test_the_cylinder_period_survives_a_boundary_the_noise_moved():
+    """A track boundary whose skew the timing noise moved looks like a
+    cylinder switch off the period's lattice; a divisor of the period
+    predicts switches that are not there (switch_period)."""
+    from iolab.characterize.geometry import switch_period
+
+    assert switch_period([0, 19, 38])[:2] == (19, 3)
+    assert switch_period([0, 7, 19, 38])[0] == 19  # 7: a moved track boundary
+    assert switch_period([0, 12, 31, 50])[0] == 19 and switch_period([0, 12, 31, 50])[3] == 12
+    assert switch_period([0, 4, 8])[0] == 4  # not 2
+    assert switch_period([0, 38, 57])[0] == 19  # one switch missed: not 57
+    h, score, other, _ = switch_period([0, 7, 19])  # two of three: undecided
+    assert score == other

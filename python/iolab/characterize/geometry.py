@@ -207,16 +207,43 @@ class Surfaces:
     heads: int | None
     cylinder_start: int | None
     why: str
+    support: int = 0  # switch_period's score for `heads`
+    runner_up: int = 0  # and the best other period's
 
 
 def found_cylinders(sc: Scan) -> bool:
-    """Enough to tell the surfaces: three boundaries of the rarer skew, the
-    same number of tracks apart."""
+    """Enough to tell the surfaces: three cylinder switches on one lattice of
+    the period, and no other period explaining them as well."""
     s = surfaces(sc)
-    if s.heads is None:
-        return False
-    cyl = [t for t in sc.tracks if abs(t.skew - s.track_skew) > 1]
-    return len(cyl) >= 3
+    return s.heads is not None and s.support >= 3 and s.support > s.runner_up
+
+
+def switch_period(pos: list[int]) -> tuple[int, int, int, int]:
+    """The number of tracks between cylinder switches, from the track
+    indices at which switches were seen: the period and anchor whose lattice
+    explains the most of them, less the lattice points inside the scanned
+    span where no switch was seen. A boundary whose skew the timing noise
+    moved shows as a switch off the lattice (it splits a period into two
+    gaps), and a divisor of the period predicts switches that are not there,
+    so neither wins. Returns (period, its score, the best other period's,
+    an index on its lattice)."""
+    if len(pos) < 2:
+        return 0, 0, 0, 0
+    lo, hi = min(pos), max(pos)
+    seen = set(pos)
+    best: dict[int, tuple[int, int, int]] = {}
+    for h in sorted({b - a for a in pos for b in pos if b > a}):
+        for a in pos:
+            lattice = range(a - ((a - lo) // h) * h, hi + 1, h)
+            hit = sum(1 for x in lattice if x in seen)
+            score = hit - (len(lattice) - hit)
+            if h not in best or (score, hit) > best[h][:2]:
+                best[h] = (score, hit, a)
+    # A tie goes to the period that puts more of the seen switches on its
+    # lattice, then to the shorter one.
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    period, (score, _, anchor) = ranked[0]
+    return period, score, ranked[1][1][0] if len(ranked) > 1 else -len(pos), anchor
 
 
 def surfaces(sc: Scan) -> Surfaces:
@@ -238,10 +265,11 @@ def surfaces(sc: Scan) -> Surfaces:
                         f"all {len(skews)} boundaries have skew {track_skew}: track and cylinder switches "
                         "look alike")
     spt = sc.spt() or 1
-    gaps = [round((a.first - b.first) / spt) for a, b in zip(cyl, cyl[1:])]
-    heads = Counter(gaps).most_common(1)[0][0]
-    cyl_skew = round(median([t.skew for t in cyl]))
-    agree = sum(1 for g in gaps if g == heads)
-    return Surfaces(track_skew, cyl_skew, heads, cyl[-1].first,
+    pos = [round((cyl[0].first - t.first) / spt) for t in cyl]
+    heads, support, runner_up, anchor = switch_period(pos)
+    on = [t for t, p in zip(cyl, pos) if (p - anchor) % heads == 0] or cyl
+    cyl_skew = round(median([t.skew for t in on]))
+    return Surfaces(track_skew, cyl_skew, heads, on[-1].first,
                     f"{len(cyl)} cylinder switches (skew {cyl_skew}) every {heads} tracks "
-                    f"({agree}/{len(gaps)} gaps agree) among {len(skews)} boundaries (skew {track_skew})")
+                    f"(lattice score {support}, next best period {runner_up}) among {len(skews)} "
+                    f"boundaries (skew {track_skew})", support, runner_up)
