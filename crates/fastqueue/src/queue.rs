@@ -1221,7 +1221,7 @@ impl FastQueue {
     /// (the newer copy wins), as for `nack`.
     pub fn requeue_dead(&self, ids: Option<&[u64]>) -> Result<Vec<u64>> {
         self.inner.owner()?;
-        let mut st = self.inner.usable()?;
+        let st = self.inner.usable()?;
         let chosen: Vec<u64> = match ids {
             Some(ids) => {
                 for &id in ids {
@@ -1249,49 +1249,9 @@ impl FastQueue {
                 v
             }
         };
-        if chosen.is_empty() {
-            return Ok(chosen);
-        }
-        let mut popped = Vec::with_capacity(chosen.len());
-        for &id in &chosen {
-            let m = st.index.get_mut(&id).unwrap();
-            // Counted in flight while being copied, as a nack's message is
-            // (publish takes it out again when the copy replaces it).
-            m.state = MinState::Moving;
-            let min = m.clone();
-            st.in_flight += 1;
-            popped.push(Popped::of(id, min.clone(), &st.segments[&min.seq]));
-        }
-        drop(st);
-        let read = self.inner.read(popped);
-        let mut st = sync::lock(&self.inner.state);
-        let restore = |st: &mut State| {
-            for id in &chosen {
-                if let Some(m) = st.index.get_mut(id) {
-                    m.state = MinState::Ready;
-                    st.in_flight -= 1;
-                }
-            }
-        };
-        let msgs = match read {
-            Ok(m) => m,
-            Err(e) => {
-                restore(&mut st);
-                return Err(e);
-            }
-        };
-        if let Some(e) = self.inner.check_usable(&st) {
-            restore(&mut st);
-            return Err(e);
-        }
-        let now = self.inner.clock.now_ns();
-        let mut ticket = st.durable_round;
-        for m in &msgs {
-            let crc = crc32c::crc32c(&m.payload);
-            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, 0, m.enqueued_ns, now);
-        }
-        self.inner.wait_round(st, ticket)?;
-        Ok(chosen)
+        // A dead letter left where it was (its entry of the dead-letter
+        // queue is still there), reset to 0 attempts, due when copied.
+        self.move_to_retry(st, chosen, Attempts::Reset, false, None)
     }
 
     /// Reads a live message without taking it or changing its state, in
@@ -1341,7 +1301,7 @@ impl FastQueue {
     /// `nack`; the copy is durable, so the new due time outlives a restart.
     pub fn retry_now(&self, ids: Option<&[u64]>) -> Result<Vec<u64>> {
         self.inner.owner()?;
-        let mut st = self.inner.usable()?;
+        let st = self.inner.usable()?;
         let now = self.inner.clock.now_ns();
         let waiting = |m: &Min| {
             m.state == MinState::Ready
@@ -1362,15 +1322,33 @@ impl FastQueue {
         };
         chosen.sort_unstable();
         chosen.dedup();
+        // A consumer may drop a message's queue entry while it is moving:
+        // one given back is queued again. Due at `now`, attempts kept.
+        self.move_to_retry(st, chosen, Attempts::Keep, true, Some(now))
+    }
+
+    /// Copies the `chosen` messages (each ready, none taken) to the retry
+    /// queue, keeping their ids, and returns them once the copies are
+    /// durable: what `requeue_dead` and `retry_now` share. Each is counted
+    /// in flight and marked moving while it is read (as a nack's message is:
+    /// publish takes it out again when the copy replaces it; a consumer
+    /// skips it meanwhile); if the read fails or the queue stops taking
+    /// work, each is made ready again (and, with `requeue`, put back in its
+    /// queue). `due`: the copies' due time; `None`: now, after the read.
+    fn move_to_retry(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        chosen: Vec<u64>,
+        attempts: Attempts,
+        requeue: bool,
+        due: Option<u64>,
+    ) -> Result<Vec<u64>> {
         if chosen.is_empty() {
             return Ok(chosen);
         }
         let mut popped = Vec::with_capacity(chosen.len());
         for &id in &chosen {
             let m = st.index.get_mut(&id).unwrap();
-            // Counted in flight while being copied, as a nack's message is
-            // (publish takes it out again when the copy replaces it); a
-            // consumer skips it meanwhile.
             m.state = MinState::Moving;
             let min = m.clone();
             st.in_flight += 1;
@@ -1385,9 +1363,9 @@ impl FastQueue {
                     m.state = MinState::Ready;
                     let m = m.clone();
                     st.in_flight -= 1;
-                    // A consumer may have dropped its queue entry while
-                    // it was moving.
-                    push_ready(st, *id, &m);
+                    if requeue {
+                        push_ready(st, *id, &m);
+                    }
                 }
             }
         };
@@ -1402,11 +1380,15 @@ impl FastQueue {
             restore(&mut st);
             return Err(e);
         }
+        let due = due.unwrap_or_else(|| self.inner.clock.now_ns());
         let mut ticket = st.durable_round;
         for m in &msgs {
-            let attempts = st.index[&m.id].attempts;
+            let n = match attempts {
+                Attempts::Reset => 0,
+                Attempts::Keep => st.index[&m.id].attempts,
+            };
             let crc = crc32c::crc32c(&m.payload);
-            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, attempts, m.enqueued_ns, now);
+            ticket = self.inner.append(&mut st, m.id, &m.payload, crc, QueueKind::Retry, n, m.enqueued_ns, due);
         }
         self.inner.wait_round(st, ticket)?;
         Ok(chosen)
@@ -1573,6 +1555,16 @@ impl Drop for FastQueue {
     fn drop(&mut self) {
         let _ = self.close();
     }
+}
+
+/// The attempt count a message copied to the retry queue takes
+/// ([`FastQueue::move_to_retry`]).
+#[derive(Clone, Copy)]
+enum Attempts {
+    /// 0: a dead letter given another life.
+    Reset,
+    /// Its own: a waiting message made due.
+    Keep,
 }
 
 fn push_ready(st: &mut State, id: u64, min: &Min) {
