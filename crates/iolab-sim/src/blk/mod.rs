@@ -438,23 +438,23 @@ impl BlockLayer {
         self.parked.contains_key(&pid)
     }
 
+    /// A new request made of `bio` alone, entered in the request table (the
+    /// request both paths allocate: `get_request` in 2.6.20, a tag's
+    /// request in blk-mq). `queued`: in the elevator's keeping at once.
+    fn new_entry(&mut self, bio: Bio, submitted: SimTime, queued: bool, tag: u32) -> Request {
+        let rq = bio.as_request(self.next_id, submitted);
+        self.next_id += 1;
+        let b = self.bios.push(bio, submitted);
+        self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued, nomerge: false, tag });
+        rq
+    }
+
     /// A request of its own for `bio` (allocated already): plug an empty
     /// queue, insert into the elevator (`add_request` -> `elv_insert`),
     /// unplug if enough requests now wait.
     fn add_request(&mut self, bio: Bio, submitted: SimTime, elv: &mut dyn Elevator, now: SimTime) -> Request {
-        let id = self.next_id;
-        self.next_id += 1;
-        let rq = Request {
-            id,
-            pid: bio.pid,
-            sector: bio.sector,
-            nr_sectors: bio.nr_sectors,
-            dir: bio.dir,
-            sync: bio.sync,
-            arrival: submitted,
-        };
-        let b = self.bios.push(bio, submitted);
-        self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued: true, nomerge: false, tag: NO_TAG });
+        let rq = self.new_entry(bio, submitted, true, NO_TAG);
+        let id = rq.id;
         if elv.queued() == 0 {
             self.plug.plug(now, self.unplug_delay_ns, &mut self.fx);
         }

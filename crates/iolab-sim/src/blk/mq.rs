@@ -251,19 +251,8 @@ impl BlockLayer {
     /// (`blk_add_rq_to_plug`), or into the elevator with a run from
     /// kblockd (`blk_mq_sched_insert_request(rq, false, true, true)`).
     fn mq_new_request(&mut self, bio: Bio, tag: u32, submitted: SimTime, elv: &mut dyn Elevator, now: SimTime) -> Request {
-        let id = self.next_id;
-        self.next_id += 1;
-        let rq = Request {
-            id,
-            pid: bio.pid,
-            sector: bio.sector,
-            nr_sectors: bio.nr_sectors,
-            dir: bio.dir,
-            sync: bio.sync,
-            arrival: submitted,
-        };
-        let b = self.bios.push(bio, submitted);
-        self.table.insert(Entry { rq, elv: rq, first_bio: b, last_bio: b, queued: false, nomerge: false, tag });
+        let rq = self.new_entry(bio, submitted, false, tag);
+        let id = rq.id;
         if bio.nr_sectors == 0 {
             // blk_insert_flush.
             mq(elv).insert_flush(rq);
