@@ -14,10 +14,16 @@ load bfq
 load kyber-iosched
 load_ours || return 1
 mkdir -p /share/runs
+: >/share/runs/clock.txt
 marker=$(awk '$1 == "marker_sector" { print $2 }' /share/disk.conf)
 [ -n "$marker" ] || { fail "no marker_sector in disk.conf"; return 1; }
+# After each marker, the guest's own clock (CLOCK_MONOTONIC in ns, from
+# timer_list), so that the run's length by the guest's clock can be set
+# beside the emulator's (the two clocks part ways under -icount if the
+# guest falls behind the host).
 mark() { dd if=/dev/$dev of=/dev/null bs=4096 count=1 iflag=direct skip=$((marker / 8 + $1)) 2>/dev/null ||
-    fail "marker read $1"; }
+    fail "marker read $1"
+    awk -v m="$1" '/^now at/ { print m, $3; exit }' /proc/timer_list >>/share/runs/clock.txt; }
 quiet() { # until the device has nothing in flight (at most 30 s)
     local n=0
     while [ "$(awk '{ print $9 }' /sys/block/$dev/stat)" != 0 ] && [ $n -lt 300 ]; do

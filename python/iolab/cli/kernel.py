@@ -24,6 +24,8 @@ examples:
   iolab kernel compare --report kernel-compare
   iolab kernel compare --disks hp97560 --elevators bfq --trace bfq -o bfq-trace
   iolab kernel bfqlog bfq-trace                           what the kernel's BFQ did, per run
+  iolab kernel compare --icount 6 -o cmp                  the guest on QEMU's instruction counter
+  iolab kernel timing cmp                                 the guest's time per request, per run
 """
 
 
@@ -47,13 +49,18 @@ def register(subparsers) -> None:
     o.add_argument("--secs", type=int, default=5, metavar="S", help="seconds measured per run (default 5)")
     o.add_argument("-o", "--output", default="kernel-overhead", metavar="DIR", help="output directory")
     o.add_argument("--report", metavar="DIR", help="analyse the runs in DIR again (no guest)")
+    o.add_argument("--icount", type=int, metavar="SHIFT",
+                   help="run the guest on QEMU's instruction counter (one CPU, 2**SHIFT ns per "
+                        "instruction): the busy time per request is then the guest's instructions "
+                        "per request times 2**SHIFT ns, whatever the host's load")
     o.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     o.set_defaults(func=run_overhead)
 
-    from iolab.kernel import bfqlog, compare
+    from iolab.kernel import bfqlog, compare, timing
 
     compare.register(sub)
     bfqlog.register(sub)
+    timing.register(sub)
 
 
 # Bounds checked before the guest boots (each repetition runs five elevators).
@@ -84,16 +91,19 @@ def run_overhead(args) -> int:
             raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
         if not 1 <= args.secs <= MAX_SECS:
             raise UserError(f"--secs: {args.secs} is outside 1..{MAX_SECS}")
+        if args.icount is not None and not 0 <= args.icount <= 10:
+            raise UserError(f"--icount: shift {args.icount} is outside 0..10 (QEMU's limit)")
         repo = testbed.find_repo(args.repo)
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
         kver = testbed.prepare(repo)
         meta = {"kernel": kver, "reps": args.reps, "secs": args.secs, "load_before": testbed.host_load(),
-                "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "icount": args.icount}
         print(f"iolab kernel overhead: booting {kver} (about {args.reps * 5 * (args.secs + 8) // 60 + 1} min); "
               f"host load {meta['load_before']}")
         run = testbed.boot(repo, out / "guest", "overhead.sh", [str(args.secs), str(args.reps)],
-                           timeout_s=600 + args.reps * 5 * (args.secs + 30))
+                           timeout_s=(1200 if args.icount is not None else 600) + args.reps * 5 * (args.secs + 30),
+                           icount=args.icount)
         meta["load_after"] = testbed.host_load()
         meta["ok"] = run.ok
         meta["failures"] = run.failures
@@ -103,8 +113,10 @@ def run_overhead(args) -> int:
     runs = overhead.parse_runs(out / "guest" / "overhead" / "runs.txt")
     s = overhead.summarize(runs)
     text = overhead.table(s)
+    guest = (f"one CPU under -icount shift={meta['icount']} ({2 ** meta['icount']} ns per instruction)"
+             if meta.get("icount") is not None else "TCG, two CPUs")
     head = (f"kernel {meta.get('kernel', '?')}, {meta.get('reps', '?')} reps x {meta.get('secs', '?')} s, "
-            f"host load {meta.get('load_before', '?')} -> {meta.get('load_after', '?')}")
+            f"guest {guest}, host load {meta.get('load_before', '?')} -> {meta.get('load_after', '?')}")
     (out / "report.md").write_text(f"# CPU cost per request\n\n{head}\n\n{text}\n")
     print(head)
     print(text)

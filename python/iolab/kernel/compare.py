@@ -49,6 +49,8 @@ COMPARED = ["seqreaders", "randseq", "rwmix", "bufwrite", "aiowrite", "coop", "r
 # lib.sh set_sched); the simulator's 6.1 elevators get the same.
 GUEST_NR_REQUESTS = 64
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
+# Percentiles of the guest's time between a reply and the next request.
+GAP_PERCENTILES = (10, 50, 90, 99)
 
 
 def register(sub) -> None:
@@ -80,6 +82,10 @@ def register(sub) -> None:
                    help="elevators whose kernel runs are traced with the blk tracer (block events and "
                         "the elevator's own messages, e.g. bfq's) into DIR/DISK/runs/ID.trace; "
                         "`iolab kernel bfqlog DIR` summarises bfq's")
+    c.add_argument("--icount", type=int, metavar="SHIFT",
+                   help="run the guest on QEMU's instruction counter, one CPU, 2**SHIFT ns per "
+                        "instruction, its clock held to the host's: the guest's time per request "
+                        "becomes a count of its instructions, not a share of the host (docs/kernel.md)")
     c.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     c.set_defaults(func=run_compare)
 
@@ -171,7 +177,7 @@ def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dic
 
 
 def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False,
-             share_name: str | None = None, trace: list[str] = ()) -> Path:
+             share_name: str | None = None, trace: list[str] = (), icount: int | None = None) -> Path:
     """One boot on an emulated ``disk``; returns the guest's run directory
     (``out/share_name``, by default the disk's name or ``zero-latency``)."""
     from iolab import _iolab
@@ -187,7 +193,8 @@ def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_la
     try:
         per_run = runtime + 15
         run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
-                           timeout_s=300 + len(plan.runs) * per_run * 2)
+                           timeout_s=(900 if icount is not None else 300) + len(plan.runs) * per_run * 2,
+                           icount=icount)
     finally:
         emu.stop()
         image.unlink(missing_ok=True)
@@ -379,8 +386,40 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             "mean_seek_cylinders": float(rows["seek_cylinders"].mean()),
             "median_gap_us": float(pd.Series(gaps).median()) if len(gaps) else math.nan,
             "mean_gap_us": float(gaps.mean()) if len(gaps) else math.nan,
+            # the spread of the guest's own time per request (docs/kernel.md:
+            # under TCG it moves with the host's load, under -icount it should not)
+            "gap_pct_us": {str(q): float(pd.Series(gaps).quantile(q / 100)) if len(gaps) else math.nan
+                           for q in GAP_PERCENTILES},
             "disk_mb_s": float(rows["length"].sum() / (window / 1e9) / 1e6) if window > 0 else math.nan,
         }
+    return out
+
+
+def guest_clock(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
+    """Per run, its length by the guest's clock (``runs/clock.txt``: the
+    guest's CLOCK_MONOTONIC after each marker read) and by the emulator's
+    (the two markers' replies), and their ratio: 1 when guest and disk keep
+    one clock. Empty for runs made before the guest stamped its markers."""
+    import pandas as pd
+
+    path = share / "runs" / "clock.txt"
+    if not path.exists():
+        return {}
+    stamps = {}
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            stamps[int(parts[0])] = int(parts[1])
+    log = pd.read_csv(share / "emu.csv", comment="#")
+    marker = capacity - 2048
+    is_mark = (log["op"] == "read") & (log["sector"] >= marker) & ((log["sector"] - marker) % 8 == 0)
+    reply = {int(s - marker) // 8: int(r) for s, r in zip(log["sector"][is_mark], log["reply_ns"][is_mark])}
+    out = {}
+    for rid, *_ in plan.runs:
+        a, b = 2 * rid, 2 * rid + 1
+        if a in stamps and b in stamps and a in reply and b in reply and reply[b] > reply[a]:
+            g, e = (stamps[b] - stamps[a]) / 1e9, (reply[b] - reply[a]) / 1e9
+            out[rid] = {"guest_s": g, "emu_s": e, "ratio": g / e}
     return out
 
 
@@ -692,6 +731,7 @@ def run_compare(args) -> int:
     kver = testbed.prepare(repo)
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
             "reps": args.reps, "runtime": args.runtime, "trace": trace, "load_before": testbed.host_load(),
+            "icount": args.icount,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
@@ -702,7 +742,7 @@ def run_compare(args) -> int:
         meta["capacity"][disk] = _capacity_sectors(disk)
         print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
               f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
-        run_disk(repo, out, disk, plan, args.runtime, trace=trace)
+        run_disk(repo, out, disk, plan, args.runtime, trace=trace, icount=args.icount)
     meta["load_after"] = testbed.host_load()
     run_sim_side(out, meta)
     print(report(analyse(out)))
@@ -714,6 +754,8 @@ def run_compare(args) -> int:
 MAX_REPS = 100
 MAX_RUNTIME_S = 3600
 MAX_OVERHEAD_US = 1e6
+# QEMU refuses a shift above 10 (icount_configure: MAX_ICOUNT_SHIFT).
+MAX_ICOUNT_SHIFT = 10
 
 
 def check_options(args) -> None:
@@ -722,6 +764,9 @@ def check_options(args) -> None:
         raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
     if not 2 <= args.runtime <= MAX_RUNTIME_S:
         raise UserError(f"--runtime: {args.runtime} s is outside 2..{MAX_RUNTIME_S} s")
+    if args.icount is not None and not 0 <= args.icount <= MAX_ICOUNT_SHIFT:
+        raise UserError(f"--icount: shift {args.icount} is outside 0..{MAX_ICOUNT_SHIFT} "
+                        f"(2**SHIFT ns of the guest's time per instruction)")
     us = args.overhead_us
     if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
         raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")
@@ -740,7 +785,8 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
     if args.calibrate == "zero":
         print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
         meta["calibration_load"]["zero-latency"] = testbed.host_load()
-        share = run_disk(repo, out, disks[0], make_plan(disks[0], MEASURE, elevators, 1), 8, zero_latency=True)
+        share = run_disk(repo, out, disks[0], make_plan(disks[0], MEASURE, elevators, 1), 8, zero_latency=True,
+                         icount=args.icount)
         host = measure_host(share)
         meta["host_by_disk"] = {d: host for d in disks}
         return
@@ -750,7 +796,7 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
               f"load {testbed.host_load()}", flush=True)
         meta["calibration_load"][disk] = testbed.host_load()
         share = run_disk(repo, out, disk, make_plan(disk, MEASURE, elevators, 1), 8,
-                         share_name=f"calibration-{disk}")
+                         share_name=f"calibration-{disk}", icount=args.icount)
         meta["host_by_disk"][disk] = measure_host(share)
 
 

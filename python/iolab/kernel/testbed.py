@@ -53,6 +53,14 @@ def host_load() -> str:
         return "unknown"
 
 
+# QEMU's -icount: a fixed shift (2**shift ns of guest time per instruction),
+# align=on (QEMU sleeps when the guest's clock runs more than 3 ms ahead of
+# the host's, accel/tcg/cpu-exec.c VM_CLOCK_ADVANCE), sleep=on (an idle
+# guest's clock advances with the host's). One virtual CPU: with two, the
+# guest hung at boot under -icount.
+ICOUNT_SPEC = "shift={shift},align=on,sleep=on"
+
+
 @dataclass
 class GuestRun:
     """A finished guest run: its directory and whether the job succeeded."""
@@ -91,11 +99,19 @@ def kernel_dir(repo: Path) -> Path:
 
 
 def boot(repo: Path, out: Path, job: str, args: list[str], *, disk: Path | None = None,
-         nbd: Path | None = None, timeout_s: int = 3600, mem_mb: int = 1024) -> GuestRun:
-    """Run ``testbed/guest/JOB ARGS`` in a fresh guest, results in ``out``."""
+         nbd: Path | None = None, timeout_s: int = 3600, mem_mb: int = 1024,
+         icount: int | None = None) -> GuestRun:
+    """Run ``testbed/guest/JOB ARGS`` in a fresh guest, results in ``out``.
+
+    ``icount``: run the guest on QEMU's instruction counter, one virtual CPU,
+    each instruction 2**icount ns of the guest's time, its clock held to the
+    host's (``align=on``) and idle time passing as the host's (``sleep=on``):
+    see :data:`ICOUNT_SPEC` and docs/kernel.md."""
     _check_root()
     cmd = [str(repo / "testbed" / "run.sh"), "--out", str(out), "--timeout", str(timeout_s),
            "--mem", str(mem_mb)]
+    if icount is not None:
+        cmd += ["--smp", "1", "--icount", ICOUNT_SPEC.format(shift=icount)]
     if disk is not None:
         cmd += ["--disk", str(disk)]
     if nbd is not None:

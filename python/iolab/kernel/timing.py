@@ -1,0 +1,109 @@
+"""``iolab kernel timing DIR``: the guest's own time per request in the runs of
+an ``iolab kernel compare`` directory, and whether the guest and the emulated
+disk kept one clock.
+
+For every guest boot under DIR (the compared disks, the calibration boots)
+and every run: the number of requests the disk served, the distribution of
+the gap between the emulator's reply and the next request's arrival (the
+guest's own time, whatever the disk's latency: the percentiles and the mean,
+µs of the host's clock), and the run's length by the guest's clock over its
+length by the emulator's. Under plain TCG the gaps move with the host's load;
+under ``--icount`` they are a count of the guest's instructions, and the
+ratio says whether the guest kept up with the host (1: one clock; above 1:
+the guest fell behind, and the disk saw gaps longer than the guest did).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+
+
+def register(sub) -> None:
+    t = sub.add_parser(
+        "timing",
+        help="the guest's time per request and its clock against the emulator's, per run",
+        description="Read an `iolab kernel compare` directory: per guest boot and run, the "
+                    "distribution of the guest's time between a reply and the next request "
+                    "(from the emulator's log), and the run's length by the guest's clock over "
+                    "its length by the disk's.",
+    )
+    t.add_argument("dir", metavar="DIR", help="an `iolab kernel compare` output directory")
+    t.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    t.set_defaults(func=run_timing)
+
+
+def boots(root: Path) -> list[Path]:
+    """The guest boots under ``root``: directories with a plan and an emulator log."""
+    return sorted(p.parent for p in root.glob("*/emu.csv") if (p.parent / "plan.txt").exists())
+
+
+def boot_timing(share: Path) -> list[dict]:
+    """Per run of one boot: its workload, elevator, gaps and clock ratio."""
+    from iolab.kernel.compare import GAP_PERCENTILES, Plan, cut_log, guest_clock
+
+    try:
+        plan_lines = [ln.split() for ln in (share / "plan.txt").read_text().splitlines() if ln.strip()]
+        capacity = int((share / "disk.conf").read_text().split()[1]) + 2048
+        plan = Plan(share.name, [(int(i), wl, el, 0) for i, wl, el in plan_lines])
+    except (OSError, ValueError, IndexError) as e:
+        raise UserError(f"{share}: not a guest run of `iolab kernel compare` ({e})") from None
+    cuts = cut_log(share, plan, capacity)
+    clock = guest_clock(share, plan, capacity)
+    out = []
+    for rid, wl, el, _ in plan.runs:
+        if rid not in cuts:
+            continue
+        c = cuts[rid]
+        out.append({
+            "boot": share.name, "run": rid, "workload": wl, "elevator": el,
+            "requests": c["requests"], "mean_gap_us": c["mean_gap_us"],
+            "gap_pct_us": c.get("gap_pct_us", {str(q): math.nan for q in GAP_PERCENTILES}),
+            "clock_ratio": clock.get(rid, {}).get("ratio", math.nan),
+        })
+    return out
+
+
+def run_timing(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from iolab.kernel.compare import GAP_PERCENTILES
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise UserError(f"{root}: no such directory")
+    found = boots(root)
+    if not found:
+        raise UserError(f"{root}: no guest runs (no */emu.csv with a plan.txt)")
+    meta = {}
+    if (root / "meta.json").exists():
+        try:
+            meta = json.loads((root / "meta.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+    rows = [r for share in found for r in boot_timing(share)]
+    icount = meta.get("icount")
+    title = (f"guest under -icount shift={icount} (2**{icount} ns per instruction)" if icount is not None
+             else "guest under plain TCG" if meta else "guest")
+    table = Table(title=f"{root}: {title}; gaps in µs of the host's clock")
+    for col in ["boot", "run", "workload", "elevator", "requests",
+                *[f"p{q}" for q in GAP_PERCENTILES], "mean", "guest/emu clock"]:
+        table.add_column(col, justify="left" if col in ("boot", "workload", "elevator") else "right")
+    for r in rows:
+        table.add_row(r["boot"], str(r["run"]), r["workload"], r["elevator"], str(r["requests"]),
+                      *[_us(r["gap_pct_us"].get(str(q), math.nan)) for q in GAP_PERCENTILES],
+                      _us(r["mean_gap_us"]),
+                      "n/a" if math.isnan(r["clock_ratio"]) else f"{r['clock_ratio']:.5f}")
+    Console(width=160).print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"meta": {"icount": icount, "load": meta.get("load_before")},
+                                               "runs": rows}, indent=2, default=float) + "\n")
+    return 0
+
+
+def _us(v: float) -> str:
+    return "n/a" if math.isnan(v) else f"{v:,.0f}"

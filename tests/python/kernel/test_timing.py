@@ -1,0 +1,93 @@
+"""The guest's time per request and its clock against the emulator's
+(`iolab kernel timing`, compare.guest_clock), and the --icount bounds."""
+
+import argparse
+import json
+
+import pytest
+
+from iolab.cli.errors import UserError
+from iolab.kernel import compare, timing
+from iolab.kernel.compare import Plan, guest_clock
+
+COLS = ("seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns,"
+        "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error")
+CAP = 10_000
+MARK = CAP - 2048
+
+
+def _boot(d, gaps_ns, guest_stretch=1.0):
+    """A boot of one run (id 0, zlt0 on anticipatory): requests of 1 µs
+    whose next arrival comes ``gap`` after the previous reply; the guest
+    stamps its clock after each marker, its run ``guest_stretch`` times as
+    long as the emulator's."""
+    rows = []
+
+    def rq(sector, arrival, service):
+        rows.append(f"{len(rows)},1,read,,{sector * 512},4096,{sector},8,{arrival},{arrival},"
+                    f"{arrival + service},{arrival + service},{service},0,0,0,0,0,miss,")
+        return arrival + service
+
+    t = rq(MARK, 1_000, 1_000)
+    start = t
+    for g in gaps_ns:
+        t = rq(100, t + g, 1_000)
+    end = rq(MARK + 8, t + 5_000, 1_000)
+    d.mkdir()
+    (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
+    (d / "plan.txt").write_text("0 zlt0 anticipatory\n")
+    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
+    (d / "runs").mkdir()
+    g0 = 7_000_000_000
+    (d / "runs" / "clock.txt").write_text(f"0 {g0}\n1 {g0 + round((end - start) * guest_stretch)}\n")
+    return end - start
+
+
+def test_gap_percentiles_and_one_clock(tmp_path):
+    gaps = [1_000_000 + 1_000 * i for i in range(100)]  # 1.000 .. 1.099 ms
+    _boot(tmp_path / "b", gaps)
+    [r] = timing.boot_timing(tmp_path / "b")
+    # 100 requests; 99 gaps between them (the first one's is from the marker's reply)
+    assert r["requests"] == 100
+    assert r["gap_pct_us"]["50"] == pytest.approx(1_050.0, abs=1.0)
+    assert r["gap_pct_us"]["99"] == pytest.approx(1_098.0, abs=1.5)
+    assert r["clock_ratio"] == pytest.approx(1.0)
+
+
+def test_a_guest_that_fell_behind_shows_in_the_clock_ratio(tmp_path):
+    length = _boot(tmp_path / "b", [2_000_000] * 10, guest_stretch=0.9)
+    c = guest_clock(tmp_path / "b", Plan("x", [(0, "zlt0", "anticipatory", 0)]), CAP)
+    assert c[0]["emu_s"] == pytest.approx(length / 1e9)
+    assert c[0]["ratio"] == pytest.approx(0.9)
+
+
+def test_runs_without_guest_stamps_have_no_ratio(tmp_path):
+    _boot(tmp_path / "b", [1_000_000] * 5)
+    (tmp_path / "b" / "runs" / "clock.txt").unlink()
+    [r] = timing.boot_timing(tmp_path / "b")
+    assert r["clock_ratio"] != r["clock_ratio"]  # NaN
+
+
+def test_timing_command_reads_every_boot_and_writes_json(tmp_path, capsys):
+    _boot(tmp_path / "calibration-hp97560", [1_000_000] * 5)
+    _boot(tmp_path / "hp97560", [3_000_000] * 5)
+    (tmp_path / "meta.json").write_text(json.dumps({"icount": 6, "load_before": "0.1 0.1 0.1"}))
+    out = tmp_path / "t.json"
+    assert timing.run_timing(argparse.Namespace(dir=str(tmp_path), json=str(out))) == 0
+    text = capsys.readouterr().out
+    assert "shift=6" in text and "calibration-hp97560" in text
+    doc = json.loads(out.read_text())
+    assert [r["boot"] for r in doc["runs"]] == ["calibration-hp97560", "hp97560"]
+    assert doc["runs"][1]["gap_pct_us"]["50"] == pytest.approx(3_000.0)
+
+
+def test_timing_of_a_directory_without_runs_is_a_clear_error(tmp_path):
+    with pytest.raises(UserError, match="no guest runs"):
+        timing.run_timing(argparse.Namespace(dir=str(tmp_path), json=None))
+
+
+@pytest.mark.parametrize("shift", [-1, 11])
+def test_icount_shift_outside_qemus_range_is_refused(shift):
+    args = argparse.Namespace(reps=3, runtime=10, overhead_us=None, icount=shift)
+    with pytest.raises(UserError, match="--icount: shift"):
+        compare.check_options(args)
