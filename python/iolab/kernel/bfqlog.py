@@ -24,7 +24,7 @@ from iolab.cli.errors import UserError
 # `enum bfqq_expiration` (block/bfq-iosched.h, 6.1).
 EXPIRE_REASONS = ["too idle", "budget timeout", "budget exhausted", "no more requests", "preempted"]
 
-_EVENT = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+"
+BLOCK_EVENT = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+"
                     r"(?P<act>[A-Z])\s+(?P<rwbs>[A-Z]+)\s+(?P<sector>\d+) \+ (?P<n>\d+)")
 _MESSAGE = re.compile(r"^\s*.+?-\d+\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+(?:\d+,\d+\s+)?m\s+N\s+"
                       r"(?P<text>.*)$")
@@ -53,7 +53,7 @@ def parse(path: Path) -> BfqTrace:
     owner: dict[int, int] = {}
     out = BfqTrace()
     for line in text.splitlines():
-        m = _EVENT.match(line)
+        m = BLOCK_EVENT.match(line)
         if m:
             sector, pid = int(m["sector"]), int(m["pid"])
             if m["act"] == "Q":

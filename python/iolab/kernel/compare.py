@@ -51,6 +51,11 @@ GUEST_NR_REQUESTS = 64
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 # Percentiles of the guest's time between a reply and the next request.
 GAP_PERCENTILES = (10, 50, 90, 99)
+# How finely the distribution of those gaps is kept for the simulator.
+GAP_QUANTILES = 100
+# How the guest's time on top of a process's think time reaches the
+# simulator: its mean, or its measured distribution (`samples`).
+THINK_MODELS = ("mean", "samples")
 
 
 def register(sub) -> None:
@@ -82,6 +87,12 @@ def register(sub) -> None:
                    help="elevators whose kernel runs are traced with the blk tracer (block events and "
                         "the elevator's own messages, e.g. bfq's) into DIR/DISK/runs/ID.trace; "
                         "`iolab kernel bfqlog DIR` summarises bfq's")
+    c.add_argument("--think", choices=THINK_MODELS, default="mean",
+                   help="the guest's measured time on top of a process's think time, given to the "
+                        "simulator as its mean (default) or as its measured distribution (samples)")
+    c.add_argument("--keep-calibration", action="store_true",
+                   help="with --resim: measure the guest's time per request again from the "
+                        "calibration boots already in DIR instead of booting again")
     c.add_argument("--icount", type=int, metavar="SHIFT",
                    help="run the guest on QEMU's instruction counter, one CPU, 2**SHIFT ns per "
                         "instruction, its clock held to the host's: the guest's time per request "
@@ -355,6 +366,7 @@ def rankings(rows: list[dict], elevators: list[str]) -> list[dict]:
 def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
     """Per run, what the emulated disk saw between the run's two markers.
     A marker block read twice (the same run interrupted?) keeps its last."""
+    import numpy as np
     import pandas as pd
 
     log = pd.read_csv(share / "emu.csv", comment="#")
@@ -390,6 +402,10 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             # under TCG it moves with the host's load, under -icount it should not)
             "gap_pct_us": {str(q): float(pd.Series(gaps).quantile(q / 100)) if len(gaps) else math.nan
                            for q in GAP_PERCENTILES},
+            # the whole distribution, as GAP_QUANTILES equally likely values
+            # (the simulator's `samples` think time, --think samples)
+            "gap_quantiles_us": [float(x) for x in np.quantile(gaps, (np.arange(GAP_QUANTILES) + 0.5)
+                                                               / GAP_QUANTILES)] if len(gaps) else [],
             "disk_mb_s": float(rows["length"].sum() / (window / 1e9) / 1e6) if window > 0 else math.nan,
         }
     return out
@@ -450,15 +466,22 @@ def measure_host(share: Path) -> dict[str, dict]:
     p = Plan("zero-latency", [(int(i), wl, el, 0) for i, wl, el in plan])
     cuts = cut_log(share, p, cap)
     gap: dict[tuple[str, str], float] = {}
+    quantiles: dict[tuple[str, str], list[float]] = {}
     for rid, wl, el, _ in p.runs:
         if rid in cuts:
             gap[(el, wl)] = cuts[rid]["mean_gap_us"]
+            quantiles[(el, wl)] = cuts[rid].get("gap_quantiles_us", [])
     out = {}
     for el in sorted({el for el, _ in gap}):
         dev = gap.get((el, "zlaio8"), math.nan)
-        think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in (0, 1, 2) if (el, f"zlt{t}") in gap}
+        ts = [t for t in (0, 1, 2) if (el, f"zlt{t}") in gap]
+        think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in ts}
         out[el] = {"device_us": dev, "think_us": {str(t): v for t, v in think.items()},
-                   "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in (0, 1, 2) if (el, f"zlt{t}") in gap}}
+                   # the same, gap by gap (GAP_QUANTILES equally likely values;
+                   # below zero where a gap was shorter than the mean device_us)
+                   "think_samples_us": {str(t): [q - t * 1000 - dev for q in quantiles[(el, f"zlt{t}")]]
+                                        for t in ts if quantiles[(el, f"zlt{t}")] and not math.isnan(dev)},
+                   "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in ts}}
     return out
 
 
@@ -496,12 +519,15 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
 
 
 def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
-             host: dict | None) -> tuple[dict, str]:
+             host: dict | None, think_model: str = "mean") -> tuple[dict, str]:
     """The simulator's spec for one elevator, with the guest's measured time
     per request (``host``, from :func:`measure_host`; it can differ between
-    elevators, so each gets its own spec)."""
+    elevators, so each gets its own spec). ``think_model``: the guest's time
+    on top of a process's think time as its mean, or as its measured
+    distribution (``samples``: each think drawn from it; a sample below
+    zero, a gap shorter than the mean device time, is taken as zero)."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
-    extra = {}
+    extra: dict[float, float | list[float]] = {}
     disk_tbl = {"preset": disk, "queue_depth": 1}
     if host:
         dev = host.get("device_us", 0.0)
@@ -509,6 +535,9 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
             disk_tbl["host_overhead_us"] = round(max(dev, 0.0), 3)
         extra = {float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items()
                  if not math.isnan(v)}
+        if think_model == "samples":
+            extra.update({float(t): [x / 1000 for x in v]
+                          for t, v in host.get("think_samples_us", {}).items() if v})
     sched = {"name": name, "label": elevator}
     if elevator in BUILTIN and elevator != "none":
         # As in the guest: the tag pool is not the limit (none's tags are
@@ -616,7 +645,8 @@ def _analyse(out: Path, meta: dict) -> dict:
                     "kernel_p99_ms": mean_ci(k.p99)[0], "sim_p99_ms": mean_ci(s.p99)[0],
                     "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
                     "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
-                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]} if emu else {},
+                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]
+                            if isinstance(emu[0][key], (int, float))} if emu else {},
                     "sim_disk": {
                         "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
                                                 if r["scheduler"] == el])[0],
@@ -731,7 +761,7 @@ def run_compare(args) -> int:
     kver = testbed.prepare(repo)
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
             "reps": args.reps, "runtime": args.runtime, "trace": trace, "load_before": testbed.host_load(),
-            "icount": args.icount,
+            "icount": args.icount, "think_model": args.think,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
@@ -786,7 +816,7 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
         print("iolab kernel compare: zero-latency run (the guest's own time per request)", flush=True)
         meta["calibration_load"]["zero-latency"] = testbed.host_load()
         share = run_disk(repo, out, disks[0], make_plan(disks[0], MEASURE, elevators, 1), 8, zero_latency=True,
-                         icount=args.icount)
+                         icount=args.icount, trace=meta.get("trace", []))
         host = measure_host(share)
         meta["host_by_disk"] = {d: host for d in disks}
         return
@@ -796,7 +826,7 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
               f"load {testbed.host_load()}", flush=True)
         meta["calibration_load"][disk] = testbed.host_load()
         share = run_disk(repo, out, disk, make_plan(disk, MEASURE, elevators, 1), 8,
-                         share_name=f"calibration-{disk}", icount=args.icount)
+                         share_name=f"calibration-{disk}", icount=args.icount, trace=meta.get("trace", []))
         meta["host_by_disk"][disk] = measure_host(share)
 
 
@@ -811,7 +841,22 @@ def resim(args) -> int:
     of a finished comparison."""
     out = Path(args.output)
     meta = load_meta(out)
+    meta["think_model"] = args.think
+    if args.keep_calibration and args.overhead_us is None:
+        for disk in meta["disks"]:
+            share = out / f"calibration-{disk}"
+            if not (share / "emu.csv").exists() and meta.get("calibration") == "zero":
+                share = out / "zero-latency"
+            if not (share / "emu.csv").exists():
+                raise UserError(f"--keep-calibration: {out} has no calibration boot for {disk} "
+                                f"({share.name}/emu.csv)")
+            meta.setdefault("host_by_disk", {})[disk] = measure_host(share)
+        run_sim_side(out, meta)
+        print(report(analyse(out)))
+        return 0
     meta.pop("host", None)
+    if args.icount is None:
+        args.icount = meta.get("icount")
     calibrate(testbed.find_repo(args.repo), out, meta, args)
     run_sim_side(out, meta)
     print(report(analyse(out)))
@@ -829,7 +874,7 @@ def run_sim_side(out: Path, meta: dict) -> None:
             runs = []
             for el in elevators:
                 spec, note = sim_spec(disk, WORKLOADS[wl], el, meta["runtime"], meta["reps"],
-                                      host_of(meta, disk).get(el))
+                                      host_of(meta, disk).get(el), meta.get("think_model", "mean"))
                 if note:
                     notes[el] = note
                 (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")

@@ -90,6 +90,11 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
             raise _bad(path, key, "an object", meta[key])
     if "calibration" in meta and not isinstance(meta["calibration"], str):
         raise _bad(path, "calibration", "text", meta["calibration"])
+    if meta.get("think_model", "mean") not in ("mean", "samples"):
+        raise _bad(path, "think_model", "mean or samples", meta["think_model"])
+    icount = meta.get("icount")
+    if icount is not None and (not isinstance(icount, int) or isinstance(icount, bool) or not 0 <= icount <= 10):
+        raise _bad(path, "icount", "QEMU's instruction-counter shift, 0 to 10, or null", icount)
     for d, host in meta.get("host_by_disk", {}).items():
         _host(path, f"host_by_disk.{d}", host)
     if "host" in meta:
@@ -122,3 +127,9 @@ def _host(path: Path, field: str, host: Any) -> None:
                 ok = False
             if not ok:
                 raise _bad(path, f"{field}.{el}.think_us", "think times in ms as keys", t)
+        samples = h.get("think_samples_us", {})
+        if not isinstance(samples, dict) or not all(
+                isinstance(v, list) and len(v) <= 10_000 and all(_number(x) and not math.isnan(x) for x in v)
+                for v in samples.values()) or not set(samples) <= set(think):
+            raise _bad(path, f"{field}.{el}.think_samples_us",
+                       "lists of µs (at most 10,000) for the think times of think_us", "…")

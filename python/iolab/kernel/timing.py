@@ -43,6 +43,8 @@ def boots(root: Path) -> list[Path]:
 
 def boot_timing(share: Path) -> list[dict]:
     """Per run of one boot: its workload, elevator, gaps and clock ratio."""
+    import numpy as np
+
     from iolab.kernel.compare import GAP_PERCENTILES, Plan, cut_log, guest_clock
 
     try:
@@ -58,13 +60,42 @@ def boot_timing(share: Path) -> list[dict]:
         if rid not in cuts:
             continue
         c = cuts[rid]
+        trace = share / "runs" / f"{rid}.trace"
+        guest = traced_gaps_us(trace) if trace.exists() else []
         out.append({
+            "guest_gap_pct_us": {str(q): float(np.percentile(guest, q)) for q in GAP_PERCENTILES} if guest else {},
+            "guest_mean_gap_us": float(np.mean(guest)) if guest else math.nan,
             "boot": share.name, "run": rid, "workload": wl, "elevator": el,
             "requests": c["requests"], "mean_gap_us": c["mean_gap_us"],
             "gap_pct_us": c.get("gap_pct_us", {str(q): math.nan for q in GAP_PERCENTILES}),
             "clock_ratio": clock.get(rid, {}).get("ratio", math.nan),
         })
     return out
+
+
+def traced_gaps_us(path: Path) -> list[float]:
+    """From a blk tracer text (``runs/ID.trace``, ``iolab kernel compare
+    --trace``), the guest's own time from each completion (C) to the next
+    issue (D), by the guest's clock: at queue depth 1 what the emulator
+    sees as reply to arrival, less QEMU's and NBD's transit."""
+    from iolab.kernel.bfqlog import BLOCK_EVENT
+
+    gaps, last_c = [], None
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as e:
+        raise UserError(f"{path}: {e.strerror}") from None
+    for line in lines:
+        m = BLOCK_EVENT.match(line)
+        if not m or m["act"] not in ("C", "D"):
+            continue
+        t = float(m["t"]) * 1e6
+        if m["act"] == "C":
+            last_c = t
+        elif last_c is not None:
+            gaps.append(t - last_c)
+            last_c = None
+    return gaps
 
 
 def run_timing(args) -> int:
@@ -99,6 +130,16 @@ def run_timing(args) -> int:
                       _us(r["mean_gap_us"]),
                       "n/a" if math.isnan(r["clock_ratio"]) else f"{r['clock_ratio']:.5f}")
     Console(width=160).print(table)
+    traced = [r for r in rows if r["guest_gap_pct_us"]]
+    if traced:
+        t2 = Table(title="traced runs: the same gaps by the guest's own clock (blk tracer, completion to "
+                         "next issue), µs")
+        for col in ["boot", "run", "workload", "elevator", *[f"p{q}" for q in GAP_PERCENTILES], "mean"]:
+            t2.add_column(col, justify="left" if col in ("boot", "workload", "elevator") else "right")
+        for r in traced:
+            t2.add_row(r["boot"], str(r["run"]), r["workload"], r["elevator"],
+                       *[_us(r["guest_gap_pct_us"][str(q)]) for q in GAP_PERCENTILES], _us(r["guest_mean_gap_us"]))
+        Console(width=160).print(t2)
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": {"icount": icount, "load": meta.get("load_before")},
                                                "runs": rows}, indent=2, default=float) + "\n")

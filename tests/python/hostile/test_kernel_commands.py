@@ -75,6 +75,15 @@ META_CASES = [
     ("host-think-key", _with(host_by_disk={"hp97560": {"none": {"device_us": 1, "think_us": {"x": 1}}}}),
      ["field `host_by_disk.hp97560.none.think_us`"]),
     ("calibration-number", _with(calibration=1), ["field `calibration`"]),
+    ("think-model-unknown", _with(think_model="median"), ["field `think_model`: expected mean or samples"]),
+    ("icount-11", _with(icount=11), ["field `icount`"]),
+    ("icount-text", _with(icount="6"), ["field `icount`"]),
+    ("think-samples-text", _with(host_by_disk={"hp97560": {"none": {
+        "device_us": 1, "think_us": {"0": 1}, "think_samples_us": {"0": ["x"]}}}}),
+     ["field `host_by_disk.hp97560.none.think_samples_us`"]),
+    ("think-samples-other-key", _with(host_by_disk={"hp97560": {"none": {
+        "device_us": 1, "think_us": {"0": 1}, "think_samples_us": {"5": [1.0]}}}}),
+     ["field `host_by_disk.hp97560.none.think_samples_us`"]),
     # meta.json is sound; the results it points to are missing.
     ("results-missing", META, ["the comparison's results are incomplete or damaged"]),
 ]
@@ -148,6 +157,9 @@ OPTION_CASES = [
      ["--repo /nonexistent/iolab: no such directory"]),
     ("compare-repo-file", ["compare", "--repo", "/etc/hostname"], ["--repo /etc/hostname: not a directory"]),
     ("compare-repo-not-checkout", ["compare", "--repo", "/tmp"], ["--repo /tmp: not an iolab checkout"]),
+    ("compare-icount-11", ["compare", "--icount", "11"], ["--icount: shift 11 is outside 0..10"]),
+    ("compare-icount-negative", ["compare", "--icount", "-1"], ["--icount: shift -1 is outside 0..10"]),
+    ("overhead-icount-11", ["overhead", "--icount", "11"], ["--icount: shift 11 is outside 0..10"]),
     ("overhead-reps-0", ["overhead", "--reps", "0"], ["--reps: 0 is outside 1..100"]),
     ("overhead-secs-1e9", ["overhead", "--secs", "1000000000"], ["--secs: 1000000000 is outside 1..3600"]),
     ("overhead-repo-missing", ["overhead", "--repo", "/nonexistent/iolab"], ["--repo /nonexistent/iolab"]),

@@ -91,3 +91,37 @@ def test_icount_shift_outside_qemus_range_is_refused(shift):
     args = argparse.Namespace(reps=3, runtime=10, overhead_us=None, icount=shift)
     with pytest.raises(UserError, match="--icount: shift"):
         compare.check_options(args)
+
+
+def test_measure_host_keeps_the_distribution_for_the_simulator(tmp_path):
+    """Calibration runs: zlt0 and zlaio8 on one elevator; think samples are
+    the zlt0 gaps less the mean device time, as many as GAP_QUANTILES."""
+    d = tmp_path / "cal"
+    d.mkdir()
+    rows = []
+
+    def rq(sector, arrival):
+        rows.append(f"{len(rows)},1,read,,{sector * 512},4096,{sector},8,{arrival},{arrival},"
+                    f"{arrival + 1_000},{arrival + 1_000},1000,0,0,0,0,0,miss,")
+        return arrival + 1_000
+
+    t = 0
+    for rid, gaps in ((0, [400_000, 600_000] * 20), (1, [200_000] * 40)):
+        t = rq(MARK + 16 * rid, t + 1_000)
+        for g in gaps:
+            t = rq(100, t + g)
+        t = rq(MARK + 16 * rid + 8, t + 1_000)
+    (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
+    (d / "plan.txt").write_text("0 zlt0 anticipatory\n1 zlaio8 anticipatory\n")
+    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
+    host = compare.measure_host(d)["anticipatory"]
+    assert host["device_us"] == pytest.approx(200.0)
+    assert host["think_us"]["0"] == pytest.approx(300.0, rel=0.01)
+    s = host["think_samples_us"]["0"]
+    assert len(s) == compare.GAP_QUANTILES
+    assert min(s) == pytest.approx(200.0) and max(s) == pytest.approx(400.0)
+    spec, _ = compare.sim_spec("hp97560", compare.WORKLOADS["seqreaders"], "anticipatory", 10, 1,
+                               {"device_us": 200.0, "think_us": {"2": 300.0},
+                                "think_samples_us": {"2": [100.0, 500.0]}}, "samples")
+    assert spec["workload"]["group"][0]["think"] == {"dist": "samples", "ms": [2.1, 2.5]}
+    assert spec["disk"]["host_overhead_us"] == 200.0

@@ -99,3 +99,12 @@ def test_fio_jobs_of_the_new_workloads():
     assert "prioclass=1\nprio=0" in text
     assert "direct=0" in fio_job(WORKLOADS["bufwrite"], HP97560_SECTORS, 20)
     assert "fsync=1" in fio_job(WORKLOADS["fsync"], HP97560_SECTORS, 20)
+
+
+def test_measured_think_as_a_distribution_becomes_samples():
+    # randseq: 2 random readers with no think, 2 sequential readers thinking 1 ms
+    w = sim_workload(WORKLOADS["randseq"], {0.0: [-0.2, 0.1, 0.5], 1.0: [-0.3, 0.0, 2.0]})
+    rand, seq = w["group"]
+    # each value on top of the group's own think time, none below zero
+    assert rand["think"] == {"dist": "samples", "ms": [0.0, 0.1, 0.5]}
+    assert seq["think"] == {"dist": "samples", "ms": [0.7, 1.0, 3.0]}
