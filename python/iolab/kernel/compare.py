@@ -115,11 +115,15 @@ def _list(value: str, known, what: str) -> list[str]:
 class Emulator:
     """``iolab emu`` serving one disk to the guest, its log in ``log``."""
 
-    def __init__(self, disk: str, image: Path, socket: Path, log: Path, zero_latency: bool = False):
+    def __init__(self, disk: str, image: Path, socket: Path, log: Path, zero_latency: bool = False,
+                 nice: int | None = None):
         self.socket = socket
         self.log = log
         # IOLAB_EMU: another iolab executable whose `emu` serves the disk
         base = [os.environ["IOLAB_EMU"]] if os.environ.get("IOLAB_EMU") else [sys.executable, "-m", "iolab"]
+        if nice is not None:
+            # every thread of the emulator at the guest's priority (testbed/run.sh)
+            base = ["nice", "-n", str(nice), *base]
         cmd = [*base, "emu", "--disk", disk, "--image", str(image),
                "--socket", str(socket), "--log", str(log), "--no-sync"]
         if zero_latency:
@@ -200,7 +204,8 @@ def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_la
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)
     image = work / f"{disk}.img"
-    emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency)
+    emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency,
+                   nice=guest_nice() if icount is not None else None)
     try:
         per_run = runtime + 15
         run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
@@ -784,6 +789,19 @@ def run_compare(args) -> int:
 MAX_REPS = 100
 MAX_RUNTIME_S = 3600
 MAX_OVERHEAD_US = 1e6
+
+def guest_nice() -> int:
+    """The nice value of QEMU and the emulator under --icount (testbed/run.sh
+    reads the same ``IOLAB_GUEST_NICE``, default -10)."""
+    text = os.environ.get("IOLAB_GUEST_NICE", "-10")
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not -20 <= value <= 19:
+        raise UserError(f"IOLAB_GUEST_NICE={text!r}: a nice value from -20 to 19 expected")
+    return value
+
 # QEMU refuses a shift above 10 (icount_configure: MAX_ICOUNT_SHIFT).
 MAX_ICOUNT_SHIFT = 10
 
@@ -797,6 +815,8 @@ def check_options(args) -> None:
     if args.icount is not None and not 0 <= args.icount <= MAX_ICOUNT_SHIFT:
         raise UserError(f"--icount: shift {args.icount} is outside 0..{MAX_ICOUNT_SHIFT} "
                         f"(2**SHIFT ns of the guest's time per instruction)")
+    if args.icount is not None:
+        guest_nice()
     us = args.overhead_us
     if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
         raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")
