@@ -61,7 +61,7 @@ def boot_timing(share: Path) -> list[dict]:
             continue
         c = cuts[rid]
         trace = share / "runs" / f"{rid}.trace"
-        guest = traced_gaps_us(trace) if trace.exists() else []
+        guest = traced_gaps_us(trace, capacity - 2048) if trace.exists() else []
         out.append({
             "guest_gap_pct_us": {str(q): float(np.percentile(guest, q)) for q in GAP_PERCENTILES} if guest else {},
             "guest_mean_gap_us": float(np.mean(guest)) if guest else math.nan,
@@ -73,11 +73,13 @@ def boot_timing(share: Path) -> list[dict]:
     return out
 
 
-def traced_gaps_us(path: Path) -> list[float]:
+def traced_gaps_us(path: Path, marker: int | None = None) -> list[float]:
     """From a blk tracer text (``runs/ID.trace``, ``iolab kernel compare
     --trace``), the guest's own time from each completion (C) to the next
     issue (D), by the guest's clock: at queue depth 1 what the emulator
-    sees as reply to arrival, less QEMU's and NBD's transit."""
+    sees as reply to arrival, less QEMU's and NBD's transit. Requests at or
+    past ``marker`` (the run's two marker reads) end a gap unmeasured: the
+    gap from the opening marker to fio's first request is fio's start."""
     from iolab.kernel.bfqlog import BLOCK_EVENT
 
     gaps, last_c = [], None
@@ -90,6 +92,9 @@ def traced_gaps_us(path: Path) -> list[float]:
         if not m or m["act"] not in ("C", "D"):
             continue
         t = float(m["t"]) * 1e6
+        if marker is not None and int(m["sector"]) >= marker:
+            last_c = None
+            continue
         if m["act"] == "C":
             last_c = t
         elif last_c is not None:

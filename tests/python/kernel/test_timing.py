@@ -125,3 +125,21 @@ def test_measure_host_keeps_the_distribution_for_the_simulator(tmp_path):
                                 "think_samples_us": {"2": [100.0, 500.0]}}, "samples")
     assert spec["workload"]["group"][0]["think"] == {"dist": "samples", "ms": [2.1, 2.5]}
     assert spec["disk"]["host_overhead_us"] == 200.0
+
+
+def test_traced_gaps_by_the_guest_clock_skip_the_markers(tmp_path):
+    lines = [
+        "    kworker/0:1H-39      [000] d..1.   10.000000: 254,0    D  RS 9000 + 8 [kworker/0:1H]",
+        "    kworker/0:1H-39      [000] d.h2.   10.000100: 254,0    C  RS 9000 + 8 [0]",   # the marker
+        "    kworker/0:1H-39      [000] d..1.   19.000000: 254,0    D  RS 100 + 8 [kworker/0:1H]",  # fio's start
+        "         fio-127      [000] d.h2.   19.001000: 254,0    C  RS 100 + 8 [0]",
+        "    kworker/0:1H-39      [000] d..1.   19.002500: 254,0    D  RS 108 + 8 [kworker/0:1H]",
+        "         fio-127      [000] d.h2.   19.003000: 254,0    C  RS 108 + 8 [0]",
+        "    kworker/0:1H-39      [000] d..1.   19.003700: 254,0    D  RS 116 + 8 [kworker/0:1H]",
+        "    kworker/0:1H-39      [000] d..1.   19.004700: 254,0   1,0  m   N not a block event",
+    ]
+    f = tmp_path / "0.trace"
+    f.write_text("\n".join(lines) + "\n")
+    assert timing.traced_gaps_us(f, marker=8000) == pytest.approx([1_500.0, 700.0])
+    # without the marker, fio's start counts as a gap of 9 s
+    assert timing.traced_gaps_us(f)[0] == pytest.approx(9e6 - 100, rel=1e-6)
