@@ -35,8 +35,11 @@ while [ $rep -le "$reps" ]; do
         set_sched $dev "$s" 128 || continue
         # Measure a window inside the run: fio's start and end (process
         # creation, 9p reads of its libraries) are no elevator cost.
+        # fio runs until the window is over and is then stopped: a guest
+        # on the instruction counter starts its ten jobs so slowly that a
+        # fixed runtime ended inside the window (0 requests in it).
         fio_bg --output-format=json --output="/share/overhead/$rep-$s.json" \
-            --filename=/dev/$dev --runtime=$((secs + 4)) --time_based --group_reporting=1 \
+            --filename=/dev/$dev --runtime=$((secs + 600)) --time_based --group_reporting=1 \
             --invalidate=0 \
             --name=sync --rw=randread --bs=4k --direct=1 --ioengine=psync --numjobs=8 \
             --name=deep --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=16 \
@@ -53,7 +56,14 @@ while [ $rep -le "$reps" ]; do
         sleep "$secs"
         b1=$(busy_ns)
         i1=$(done_ios)
-        wait $FIO_PID || fail "fio under $s"
+        if kill -0 "$FIO_PID" 2>/dev/null; then
+            kill -INT "$FIO_PID"
+            wait "$FIO_PID"
+            wait_no_fio 120
+        else
+            wait "$FIO_PID" || fail "fio under $s"
+            fail "rep $rep $s: fio ended inside the measuring window"
+        fi
         echo "$rep $s $((b1 - b0)) $((i1 - i0))" >>/share/overhead/runs.txt
         case $s in anticipatory|wpcas) stats_of $dev >"/share/overhead/$rep-$s.stats" ;; esac
         log "rep $rep $s: $((i1 - i0)) requests, $(( (b1 - b0) / (i1 - i0 + 1) )) ns busy each"
