@@ -72,6 +72,8 @@ def test_the_emulator_log_is_cut_at_the_markers(tmp_path):
     # the disk's bytes over the run's window: the opening marker's completion
     # (110 ns) to the closing marker's arrival (10,000 ns)
     assert c["disk_mb_s"] == pytest.approx(2 * 8 * 512 / (9_890 / 1e9) / 1e6)
+    # and from the first request's arrival to the last completion
+    assert c["bytes"] == 2 * 8 * 512 and c["span_s"] == pytest.approx(7_000 / 1e9)
 
 
 def test_only_a_buffered_writer_is_compared_at_the_disk():
