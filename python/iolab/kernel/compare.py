@@ -408,6 +408,15 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
     return out
 
 
+def mean_of_cuts(cuts: list[dict]) -> dict[str, float]:
+    """The mean of each figure of several runs' cuts (:func:`cut_log`);
+    the gap percentiles, a table per run, are left to ``iolab kernel
+    timing``."""
+    if not cuts:
+        return {}
+    return {key: sum(c[key] for c in cuts) / len(cuts) for key, v in cuts[0].items() if not isinstance(v, dict)}
+
+
 def guest_clock(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
     """Per run, its length by the guest's clock (``runs/clock.txt``: the
     guest's CLOCK_MONOTONIC after each marker read) and by the emulator's
@@ -629,7 +638,7 @@ def _analyse(out: Path, meta: dict) -> dict:
                     "kernel_p99_ms": mean_ci(k.p99)[0], "sim_p99_ms": mean_ci(s.p99)[0],
                     "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
                     "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
-                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]} if emu else {},
+                    "emu": mean_of_cuts(emu),
                     "sim_disk": {
                         "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
                                                 if r["scheduler"] == el])[0],
