@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--kernel", action="store_true",
                    help="the IOzone experiments on Linux 6.1 in a QEMU guest over an emulated HP 97560 "
                         "(none, mq-deadline, the module's anticipatory and wpcas), beside the simulator's "
-                        "verdicts; with --quick 10 classes and one repetition (about 10 minutes)")
+                        "verdicts; with --quick 10 classes and one repetition (about 15 minutes)")
     k.add_argument("--reps", type=positive_int, default=None,
                    help="kernel repetitions (default 3, quick 1)")
     k.add_argument("--classes", default=None, metavar="LIST",

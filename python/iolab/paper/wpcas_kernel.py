@@ -107,7 +107,7 @@ class KPlan:
 
 def plan_for(quick: bool, reps: Optional[int] = None, classes: Optional[list[int]] = None,
              placement: str = "packed", icount: Optional[int] = ICOUNT) -> KPlan:
-    """Quick: 10 classes, one repetition (a guest run of about 10 minutes).
+    """Quick: 10 classes, one repetition (about 15 minutes in all).
     Full: 10, 40 and 80 classes, 3 repetitions (about 6 hours of disk time).
     The simulator gets the seeds of `iolab paper wpcas` (or --quick)."""
     base = QUICK if quick else FULL
