@@ -5,6 +5,9 @@
 # two 4 KiB reads, the (2*ID)th and (2*ID+1)th 4 KiB block from
 # marker_sector on (QEMU's NBD client reads whole 4 KiB blocks), so that the
 # emulator's request log can be cut into runs.
+# A fourth field on a plan line names a file in /share/tunables/ whose
+# "name value" lines are written to the elevator's sysfs after the switch
+# (iolab paper wpcas --kernel: WPCAS's start-up rule).
 # With /share/trace.conf (one elevator name per line), runs of those
 # elevators are traced with the kernel's blk tracer: the block layer's events
 # and the elevator's own messages (bfq_log) go to /share/runs/ID.trace.
@@ -45,7 +48,7 @@ trace_off() { # $1: the run's id
     echo 0 >/sys/block/$dev/trace/enable
     echo nop >$T/current_tracer
 }
-while read -r id wl el; do
+while read -r id wl el conf; do
     [ -n "$id" ] || continue
     # a fresh elevator instance: counters from zero, no history
     set_sched $dev none
@@ -54,6 +57,11 @@ while read -r id wl el; do
         while read -r name value; do
             echo "$value" >/sys/block/$dev/queue/iosched/"$name" || fail "wpcas $name=$value"
         done </share/wpcas.conf
+    fi
+    if [ -n "$conf" ]; then
+        while read -r name value; do
+            echo "$value" >/sys/block/$dev/queue/iosched/"$name" || fail "run $id: $conf: $name=$value"
+        done <"/share/tunables/$conf"
     fi
     quiet
     if traced "$el"; then trace_on; fi

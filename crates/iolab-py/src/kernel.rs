@@ -6,6 +6,7 @@
 use iolab_sim::disk::hdd::HddParams;
 use iolab_sim::disk::presets;
 use iolab_sim::disk::DiskSpec;
+use iolab_sim::workload::{iozone, WorkloadSpec};
 use std::path::Path;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -48,7 +49,21 @@ fn wpcas_seek_tunables(preset: &str) -> PyResult<String> {
     .to_string())
 }
 
+/// The first sector of each file of an IOzone `[workload]` (JSON, `kind =
+/// "iozone"`) on a disk of `capacity_sectors`, placed as the simulator
+/// places them, so that fio jobs on the raw device use the same sectors.
+#[pyfunction]
+fn iozone_file_starts(workload_json: &str, capacity_sectors: u64) -> PyResult<Vec<u64>> {
+    let spec: WorkloadSpec =
+        serde_json::from_str(workload_json).map_err(|e| PyValueError::new_err(format!("workload: {e}")))?;
+    let WorkloadSpec::Iozone(spec) = spec else {
+        return Err(PyValueError::new_err("workload: expected kind = \"iozone\""));
+    };
+    iozone::file_starts(&spec, capacity_sectors).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wpcas_seek_tunables, m)?)?;
+    m.add_function(wrap_pyfunction!(iozone_file_starts, m)?)?;
     Ok(())
 }

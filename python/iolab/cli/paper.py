@@ -18,6 +18,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("-o", "--output", default="paper-wpcas", metavar="DIR", help="report directory (default paper-wpcas)")
     w.add_argument("-j", "--jobs", type=positive_int, default=None, help="parallel jobs (default: all cores)")
     w.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    k = w.add_argument_group("on the real kernel (--kernel: root, a checkout, QEMU; docs/paper-wpcas.md)")
+    k.add_argument("--kernel", action="store_true",
+                   help="the IOzone experiments on Linux 6.1 in a QEMU guest over an emulated HP 97560 "
+                        "(none, mq-deadline, the module's anticipatory and wpcas), beside the simulator's "
+                        "verdicts; with --quick 10 classes and one repetition (about 15 minutes)")
+    k.add_argument("--reps", type=positive_int, default=None,
+                   help="kernel repetitions (default 3, quick 1)")
+    k.add_argument("--classes", default=None, metavar="LIST",
+                   help="process counts, of 10,40,80 (default all, quick 10)")
+    k.add_argument("--placement", choices=["packed", "ext3"], default="packed",
+                   help="IOzone's files on the raw device as the simulator places them: back to back "
+                        "(packed, the default) or as ext3 would in one directory (the 'paper' reading)")
+    k.add_argument("--icount", type=int, default=6, metavar="SHIFT",
+                   help="QEMU's instruction counter, 2**SHIFT ns per instruction, one vCPU (default 6; "
+                        "-1: off)")
+    k.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
+    k.add_argument("--from", dest="source", metavar="DIR",
+                   help="with --kernel: boot nothing, decide the claims and write the report again from DIR")
     w.set_defaults(func=cmd_wpcas)
     f = papers.add_parser("fastqueue", help="Wei, Lu, Zhou, FastQueue: a high performance disk queue storage "
                                             "management mechanism (Figures 3, 8, 9, 10 and the 230%% headline, with "
@@ -41,6 +59,9 @@ def cmd_wpcas(args) -> int:
 
     from iolab.paper import wpcas
 
+    if args.kernel or args.source:
+        return cmd_wpcas_kernel(args)
+
     code, verdicts = wpcas.run(args.quick, Path(args.output), workers=args.jobs, quiet=args.quiet)
     t = Table(title="WPCAS paper: claims (reading 'paper'; every reading is in the report)")
     for col in ("claim", "WPCAS start-up", "paper", "iolab", "verdict"):
@@ -51,6 +72,51 @@ def cmd_wpcas(args) -> int:
     Console().print(t)
     print(f"report: {args.output}/report.md (and report.html, paper-wpcas.json, PNG figures)")
     return code
+
+
+def _classes(value: str | None) -> list[int] | None:
+    from iolab.cli.errors import UserError
+    from iolab.paper.wpcas_kernel import CLASS_COUNTS
+
+    if value is None:
+        return None
+    try:
+        items = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        items = []
+    if not items or any(c not in CLASS_COUNTS for c in items):
+        raise UserError(f"--classes: expected some of {','.join(map(str, CLASS_COUNTS))}, got {value!r}")
+    return items
+
+
+def cmd_wpcas_kernel(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from iolab.cli.errors import UserError
+    from iolab.kernel.compare import MAX_ICOUNT_SHIFT
+    from iolab.paper import wpcas_kernel
+
+    if args.source:
+        if not args.kernel:
+            raise UserError("--from DIR re-reads a --kernel run: give --kernel too")
+        result = wpcas_kernel.analyse(Path(args.source))
+        out = args.source
+    else:
+        if not -1 <= args.icount <= MAX_ICOUNT_SHIFT:
+            raise UserError(f"--icount: {args.icount} is outside -1..{MAX_ICOUNT_SHIFT} (-1: off)")
+        out = args.output if args.output != "paper-wpcas" else "paper-wpcas-kernel"
+        result = wpcas_kernel.run(args.quick, Path(out), reps=args.reps, classes=_classes(args.classes),
+                                  placement=args.placement, icount=None if args.icount < 0 else args.icount,
+                                  repo=args.repo)
+    t = Table(title="WPCAS paper, IOzone: the kernel's verdicts beside the simulator's")
+    for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator"):
+        t.add_column(col, overflow="fold")
+    for r in result:
+        t.add_row(r.claim, r.startup, r.paper, wpcas_kernel.shown(r.kernel), wpcas_kernel.shown(r.sim))
+    Console().print(t)
+    print(f"report: {out}/report.md (and report.html, paper-wpcas-kernel.json, meta.json, the guest's runs)")
+    return 0
 
 
 def cmd_fastqueue(args) -> int:

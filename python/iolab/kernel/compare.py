@@ -204,22 +204,31 @@ def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_la
     share = out / (share_name or ("zero-latency" if zero_latency else disk))
     share.mkdir(parents=True, exist_ok=True)
     write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"], trace)
+    boot_on_emulator(repo, share, disk, len(plan.runs) * (runtime + 15), zero_latency=zero_latency, icount=icount)
+    return share
+
+
+def boot_on_emulator(repo: Path, share: Path, disk: str, runs_s: float, zero_latency: bool = False,
+                     icount: int | None = None) -> None:
+    """Boot the guest once with ``guest/compare.sh`` over the files already
+    in ``share`` (:func:`write_share` or its like), on an ``iolab emu``
+    disk of model ``disk`` whose log goes to ``share/emu.csv``. ``runs_s``:
+    the runs' expected length in all, for the timeout (twice it, plus the
+    boot)."""
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)
     image = work / f"{disk}.img"
     emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency,
                    nice=guest_nice() if icount is not None else None)
     try:
-        per_run = runtime + 15
         run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
-                           timeout_s=(900 if icount is not None else 300) + len(plan.runs) * per_run * 2,
+                           timeout_s=int((900 if icount is not None else 300) + runs_s * 2),
                            icount=icount)
     finally:
         emu.stop()
         image.unlink(missing_ok=True)
     if not run.ok:
         raise UserError(f"the guest run on {disk} failed: {'; '.join(run.failures)} (see {share})")
-    return share
 
 
 # ---------------------------------------------------------------- results
@@ -415,8 +424,22 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             "gap_quantiles_us": [float(x) for x in np.quantile(gaps, (np.arange(GAP_QUANTILES) + 0.5)
                                                                / GAP_QUANTILES)] if len(gaps) else [],
             "disk_mb_s": float(rows["length"].sum() / (window / 1e9) / 1e6) if window > 0 else math.nan,
+            # the bytes the disk moved, from the first request's arrival to
+            # the last completion (a run that ends when its work is done)
+            "bytes": int(rows["length"].sum()),
+            "span_s": float(span / 1e9),
         }
     return out
+
+
+def mean_of_cuts(cuts: list[dict]) -> dict[str, float]:
+    """The mean of each figure of several runs' cuts (:func:`cut_log`);
+    the gap percentiles and quantiles, a table or list per run, are left
+    to ``iolab kernel timing`` and the calibration."""
+    if not cuts:
+        return {}
+    return {key: sum(c[key] for c in cuts) / len(cuts) for key, v in cuts[0].items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def guest_clock(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
@@ -654,8 +677,7 @@ def _analyse(out: Path, meta: dict) -> dict:
                     "kernel_p99_ms": mean_ci(k.p99)[0], "sim_p99_ms": mean_ci(s.p99)[0],
                     "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
                     "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
-                    "emu": {key: sum(e[key] for e in emu) / len(emu) for key in emu[0]
-                            if isinstance(emu[0][key], (int, float))} if emu else {},
+                    "emu": mean_of_cuts(emu),
                     "sim_disk": {
                         "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
                                                 if r["scheduler"] == el])[0],

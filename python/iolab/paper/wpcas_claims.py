@@ -51,6 +51,8 @@ class Paired:
     def text(self) -> str:
         if self.n == 0:
             return "not run"
+        if self.n == 1:
+            return f"{self.mean:+.1%} (one run: no interval)"
         if self.deterministic:
             return f"{self.mean:+.1%} (deterministic: every seed the same)"
         return f"{self.mean:+.1%} [{self.lo95:+.1%}, {self.hi95:+.1%}]"

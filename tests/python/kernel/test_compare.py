@@ -72,6 +72,17 @@ def test_the_emulator_log_is_cut_at_the_markers(tmp_path):
     # the disk's bytes over the run's window: the opening marker's completion
     # (110 ns) to the closing marker's arrival (10,000 ns)
     assert c["disk_mb_s"] == pytest.approx(2 * 8 * 512 / (9_890 / 1e9) / 1e6)
+    # and from the first request's arrival to the last completion
+    assert c["bytes"] == 2 * 8 * 512 and c["span_s"] == pytest.approx(7_000 / 1e9)
+
+
+def test_runs_cuts_are_averaged_figure_by_figure():
+    a = {"requests": 2, "span_s": 1.0, "gap_pct_us": {"50": 3.0}}
+    b = {"requests": 4, "span_s": 3.0, "gap_pct_us": {"50": 5.0}}
+    # the gap percentiles (a table per run) are not averaged: that raised
+    # TypeError and made every analysis with an emulator log fail
+    assert compare.mean_of_cuts([a, b]) == {"requests": 3.0, "span_s": 2.0}
+    assert compare.mean_of_cuts([]) == {}
 
 
 def test_only_a_buffered_writer_is_compared_at_the_disk():

@@ -78,6 +78,21 @@ impl Default for IozoneSpec {
     }
 }
 
+/// The first sector of each process's file on a disk of `capacity` sectors:
+/// what `build` places, for anyone who must put the same files on a real
+/// device (`iolab paper wpcas --kernel` writes them into fio jobs).
+pub fn file_starts(spec: &IozoneSpec, capacity: u64) -> Result<Vec<u64>> {
+    if spec.processes == 0 {
+        return Err(Error::invalid("workload.processes", "must be at least 1"));
+    }
+    let file = kib_to_sectors("workload.file_kb", spec.file_kb)?;
+    if spec.placement == Placement::Shared {
+        // IOzone's -t processes each write and read a file of their own.
+        return Err(Error::invalid("workload.placement", "\"shared\" is for process groups: IOzone's processes each have their own file"));
+    }
+    place(spec.placement, &vec![file; spec.processes as usize], capacity, "workload")
+}
+
 pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
     if spec.processes == 0 {
         return Err(Error::invalid("workload.processes", "must be at least 1"));
@@ -121,12 +136,8 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
             phase("random write", Pattern::Random, OpKind::Write),
         ],
     };
-    if spec.placement == Placement::Shared {
-        // IOzone's -t processes each write and read a file of their own.
-        return Err(Error::invalid("workload.placement", "\"shared\" is for process groups: IOzone's processes each have their own file"));
-    }
-    let n = spec.processes as usize;
-    let starts = place(spec.placement, &vec![file; n], capacity, "workload")?;
+    let starts = file_starts(spec, capacity)?;
+    let n = starts.len();
     let classes = (0..n).map(|i| format!("iozone.{i}")).collect();
     let processes = starts
         .iter()
@@ -146,6 +157,16 @@ pub fn build(spec: &IozoneSpec, capacity: u64) -> Result<BuiltWorkload> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_starts_are_the_placement_build_uses() {
+        let spec = IozoneSpec { processes: 3, placement: Placement::Packed, ..IozoneSpec::default() };
+        // 512 KiB files back to back
+        assert_eq!(file_starts(&spec, 1 << 24).unwrap(), [0, 1024, 2048]);
+        let spread = IozoneSpec { placement: Placement::Spread, ..spec.clone() };
+        assert_eq!(file_starts(&spread, 3000 * 8).unwrap(), [0, 8000, 16000]);
+        assert!(file_starts(&IozoneSpec { processes: 0, ..spec }, 1 << 24).is_err());
+    }
 
     #[test]
     fn shared_placement_is_refused_for_iozone() {
