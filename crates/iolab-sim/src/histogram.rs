@@ -109,6 +109,9 @@ impl Histogram {
     }
 
     /// Record one value (0 is recorded as 1, as a latency is never free).
+    /// Inlined: once per request, and in a dense histogram a few
+    /// instructions (the rare paths are calls of their own).
+    #[inline]
     pub fn record(&mut self, v: u64) {
         let i = index_of(v.max(1));
         self.total += 1;
@@ -127,6 +130,7 @@ impl Histogram {
     }
 
     /// [`Histogram::record`] into the list (not dense), `total` counted.
+    #[inline(never)]
     fn record_listed(&mut self, i: u16) {
         let found = if self.masks.is_empty() {
             self.buckets.binary_search(&i).ok()
@@ -194,6 +198,8 @@ impl Histogram {
     /// A value in bucket `i` outside the array (`total` counted): the array
     /// widens to the blocks up to `i` if it stays dense enough, else the
     /// counts go back to the list.
+    #[cold]
+    #[inline(never)]
     fn widen_dense(&mut self, i: u16) {
         let (lo, hi) = (self.dense_base >> 6, (self.dense_base + self.dense.len()) / 64 - 1);
         let (lo, hi) = (lo.min(i as usize >> 6), hi.max(i as usize >> 6));
