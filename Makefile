@@ -35,8 +35,13 @@ $(VENV)/.stamp: pyproject.toml
 venv: $(VENV)/.stamp
 
 # Builds the native core in release mode and installs `iolab` into the venv.
+# `maturin develop` installs python/ in place, with no bytecode; where
+# PYTHONDONTWRITEBYTECODE is set (as on the shared machine) every `iolab`
+# then compiled its modules from source, about 35 ms of each start-up
+# (docs/bench.md, branch speed3). A wheel's install compiles them already.
 build: venv
 	$(VENV)/bin/maturin develop --release --extras dev -q
+	$(PY) -m compileall -q python/iolab
 
 # `make test` compiles with the `wheel` profile (Cargo.toml: no LTO, no debug
 # info, 16 codegen units), the one `pip install .` uses: compiling every test
@@ -61,6 +66,7 @@ lint: venv
 
 test-build: venv
 	$(VENV)/bin/maturin develop --profile $(TEST_PROFILE) --extras dev -q
+	$(PY) -m compileall -q python/iolab
 
 test-rust:
 	cargo test --workspace --profile $(TEST_PROFILE)

@@ -246,12 +246,16 @@ def run_experiments(
     exps: Sequence["_iolab.Experiment"],
     workers: Optional[int] = None,
     on_progress: Optional[Callable[[int, int, int], None]] = None,
+    meanwhile: Optional[Callable[[], None]] = None,
 ) -> list[Outcome]:
     """Run the jobs of several experiments in one pool (one progress count).
 
     Returns one :class:`Outcome` per experiment, in order. A job that fails
     (a ValueError from the core) stops everything and raises
     :class:`UserError`; Ctrl-C keeps what finished in every outcome.
+    ``meanwhile`` is called once on this thread while the jobs run (they
+    release the GIL): `iolab run` imports its report there, so on a second
+    core that costs no time.
     """
     jobs = [(k, sched, seed) for k, exp in enumerate(exps) for sched, seed in exp.jobs()]
     stores = [RunStore() for _ in exps]
@@ -267,6 +271,8 @@ def run_experiments(
              for (k, sched, seed), c in zip(jobs, controls)]
     with _sigint_sets(stop), _Pool(calls, workers, cancel=lambda: [c.cancel() for c in controls]) as pool:
         pending = set(range(len(jobs)))
+        if meanwhile:
+            meanwhile()
         while pending and not stop.is_set() and not errors:
             for i, text, error in pool.finished(timeout=0.2):
                 pending.discard(i)

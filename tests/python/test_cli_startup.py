@@ -61,6 +61,39 @@ def test_help_is_the_same_as_with_every_module_registered(path, monkeypatch):
     full = cli.build_parser(full=True)
     assert _at(lazy, path).format_help() == _at(full, path).format_help()
     assert _at(lazy, path).format_usage() == _at(full, path).format_usage()
+    if path:
+        # `iolab COMMAND ...` is parsed without the other commands' placeholders.
+        argv = list(path) + ["--help"]
+        assert cli.alone(argv)
+        only = cli.build_parser(cli.command_of(argv), only=True)
+        assert _at(only, path).format_help() == _at(full, path).format_help()
+        assert _at(only, path).format_usage() == _at(full, path).format_usage()
+
+
+@pytest.mark.parametrize("argv,alone", [
+    (["run", "x.toml", "-q"], True),
+    (["kernel", "compare", "-h"], True),
+    (["--version"], True),
+    (["-h", "run"], False),  # the top-level help, which lists every command
+    (["nosuch"], False),  # refused with every command's name
+    ([], False),
+])
+def test_alone(argv, alone):
+    assert cli.alone(argv) == alone
+
+
+def test_version_is_the_same_without_placeholders(capsys):
+    for argv in (["--version"], ["--version", "run"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 0
+        assert capsys.readouterr().out == f"iolab {cli_version()}\n"
+
+
+def cli_version() -> str:
+    from iolab import __version__
+
+    return __version__
 
 
 @pytest.mark.parametrize("argv,command", [

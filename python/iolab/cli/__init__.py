@@ -71,10 +71,21 @@ def command_of(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def build_parser(command: str | None = "", *, full: bool = False) -> argparse.ArgumentParser:
+def alone(argv: list[str]) -> bool:
+    """Whether ``argv`` can be parsed without the other commands' placeholders:
+    it starts with a command's name (every later option is that command's), or
+    with ``--version`` (which prints and exits before anything else is read).
+    Only ``iolab --help`` and an unknown command's error list the commands."""
+    first = argv[0] if argv else None
+    return first == "--version" or any(first == c for listed in COMMANDS.values() for c, _ in listed)
+
+
+def build_parser(command: str | None = "", *, full: bool = False, only: bool = False) -> argparse.ArgumentParser:
     """The parser; with ``full`` (or for a module missing from COMMANDS) every
     subcommand's own, else only ``command``'s: the rest are placeholders that
-    carry their name and help for ``iolab --help``."""
+    carry their name and help for ``iolab --help``, left out with ``only``
+    (when argv passed :func:`alone`: each placeholder is a whole ArgumentParser
+    with its own ``-h`` and formatter, all of them paid by every ``iolab run``)."""
     from iolab import __version__
 
     parser = argparse.ArgumentParser(
@@ -88,7 +99,7 @@ def build_parser(command: str | None = "", *, full: bool = False) -> argparse.Ar
         listed = COMMANDS.get(name)
         if full or listed is None or any(command == c for c, _ in listed):
             importlib.import_module(name).register(sub)
-        else:
+        elif not only:
             for c, text in listed:
                 sub.add_parser(c, help=text)
     return parser
@@ -98,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         # Ctrl-C while the subcommand is imported is still a clean stop.
-        parser = build_parser(command_of(argv))
+        parser = build_parser(command_of(argv), only=alone(argv))
         args = parser.parse_args(argv)
         if not hasattr(args, "func"):  # a placeholder was chosen (an argv command_of misread)
             args = build_parser(full=True).parse_args(argv)

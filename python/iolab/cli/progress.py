@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from iolab.simulate import Outcome, run_experiments
 
 
 def run_with_progress(exps: Sequence, workers: Optional[int] = None, quiet: bool = False,
-                      label: str = "simulating") -> list[Outcome]:
+                      label: str = "simulating", meanwhile: Optional[Callable[[], None]] = None) -> list[Outcome]:
     """Run experiments, showing runs done, simulated requests/s and ETA
-    when stderr is a terminal."""
+    when stderr is a terminal (``meanwhile``: see :func:`run_experiments`)."""
     if quiet or not sys.stderr.isatty():
-        return run_experiments(exps, workers=workers)
+        return run_experiments(exps, workers=workers, meanwhile=meanwhile)
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
@@ -31,4 +31,4 @@ def run_with_progress(exps: Sequence, workers: Optional[int] = None, quiet: bool
             dt = max(time.monotonic() - t0, 1e-6)
             bar.update(task, completed=done, rate=f"{requests / dt / 1e6:.2f} M req/s")
 
-        return run_experiments(exps, workers=workers, on_progress=progress)
+        return run_experiments(exps, workers=workers, on_progress=progress, meanwhile=meanwhile)

@@ -441,6 +441,10 @@ impl BlockLayer {
     /// A new request made of `bio` alone, entered in the request table (the
     /// request both paths allocate: `get_request` in 2.6.20, a tag's
     /// request in blk-mq). `queued`: in the elevator's keeping at once.
+    /// Always inlined into its two callers: once per request, and left to
+    /// itself the compiler kept it out of line in some builds (noop on the
+    /// closed C3323A load: about 20 instructions per request more).
+    #[inline(always)]
     fn new_entry(&mut self, bio: Bio, submitted: SimTime, queued: bool, tag: u32) -> Request {
         let rq = bio.as_request(self.next_id, submitted);
         self.next_id += 1;

@@ -434,7 +434,8 @@ impl Hdd {
             if read_any_free && hit != Hit::Partial && buffered_to != track_first {
                 start_back = Some(read_any_free_start(&md, head, buffered_to, track_first));
             }
-            let (h, f) = md.read_at(head, buffered_to, first, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
+            let (h, f) =
+                md.read_at(head, buffered_to, first, walk.seek_ns, end, immed, immed, false, Reach::Anywhere, &mut self.runs);
             if let Some(r) = self.runs.first() {
                 walk.rot_ns = (r.t0 - t - walk.seek_ns).max(0.0);
             }
