@@ -91,8 +91,7 @@ def run_overhead(args) -> int:
             raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
         if not 1 <= args.secs <= MAX_SECS:
             raise UserError(f"--secs: {args.secs} is outside 1..{MAX_SECS}")
-        if args.icount is not None and not 0 <= args.icount <= 10:
-            raise UserError(f"--icount: shift {args.icount} is outside 0..10 (QEMU's limit)")
+        testbed.check_icount(args.icount)
         repo = testbed.find_repo(args.repo)
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)

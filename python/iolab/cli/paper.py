@@ -94,7 +94,7 @@ def cmd_wpcas_kernel(args) -> int:
     from rich.table import Table
 
     from iolab.cli.errors import UserError
-    from iolab.kernel.compare import MAX_ICOUNT_SHIFT
+    from iolab.kernel.testbed import MAX_ICOUNT_SHIFT
     from iolab.paper import wpcas_kernel
 
     if args.source:

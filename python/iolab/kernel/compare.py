@@ -219,7 +219,7 @@ def boot_on_emulator(repo: Path, share: Path, disk: str, runs_s: float, zero_lat
     work.mkdir(parents=True, exist_ok=True)
     image = work / f"{disk}.img"
     emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency,
-                   nice=guest_nice() if icount is not None else None)
+                   nice=testbed.guest_nice() if icount is not None else None)
     try:
         run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
                            timeout_s=int((900 if icount is not None else 300) + runs_s * 2),
@@ -392,6 +392,7 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
     is_mark = (log["op"] == "read") & (log["sector"] >= marker) & \
         (log["sector"] < marker + 8 * (2 * len(plan.runs) + 2)) & ((log["sector"] - marker) % 8 == 0)
     marks = {int(s - marker) // 8: i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
+    stamps = _clock_stamps(share)
     out = {}
     for rid, *_ in plan.runs:
         a, b = marks.get(2 * rid), marks.get(2 * rid + 1)
@@ -428,8 +429,32 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
             # the last completion (a run that ends when its work is done)
             "bytes": int(rows["length"].sum()),
             "span_s": float(span / 1e9),
+            # the run's length by the guest's clock over its length by the
+            # emulator's (the two markers' replies): 1 when guest and disk
+            # keep one clock; NaN for runs made before the guest stamped
+            # its markers
+            "clock_ratio": _clock_ratio(stamps, 2 * rid, 2 * rid + 1,
+                                        int(log.at[a, "reply_ns"]), int(log.at[b, "reply_ns"])),
         }
     return out
+
+
+def _clock_stamps(share: Path) -> dict[int, int]:
+    """``runs/clock.txt``: the guest's CLOCK_MONOTONIC (ns) after each marker read."""
+    path = share / "runs" / "clock.txt"
+    stamps = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                stamps[int(parts[0])] = int(parts[1])
+    return stamps
+
+
+def _clock_ratio(stamps: dict[int, int], a: int, b: int, reply_a: int, reply_b: int) -> float:
+    if a not in stamps or b not in stamps or reply_b <= reply_a:
+        return math.nan
+    return (stamps[b] - stamps[a]) / (reply_b - reply_a)
 
 
 def mean_of_cuts(cuts: list[dict]) -> dict[str, float]:
@@ -439,35 +464,7 @@ def mean_of_cuts(cuts: list[dict]) -> dict[str, float]:
     if not cuts:
         return {}
     return {key: sum(c[key] for c in cuts) / len(cuts) for key, v in cuts[0].items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-def guest_clock(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
-    """Per run, its length by the guest's clock (``runs/clock.txt``: the
-    guest's CLOCK_MONOTONIC after each marker read) and by the emulator's
-    (the two markers' replies), and their ratio: 1 when guest and disk keep
-    one clock. Empty for runs made before the guest stamped its markers."""
-    import pandas as pd
-
-    path = share / "runs" / "clock.txt"
-    if not path.exists():
-        return {}
-    stamps = {}
-    for line in path.read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-            stamps[int(parts[0])] = int(parts[1])
-    log = pd.read_csv(share / "emu.csv", comment="#")
-    marker = capacity - 2048
-    is_mark = (log["op"] == "read") & (log["sector"] >= marker) & ((log["sector"] - marker) % 8 == 0)
-    reply = {int(s - marker) // 8: int(r) for s, r in zip(log["sector"][is_mark], log["reply_ns"][is_mark])}
-    out = {}
-    for rid, *_ in plan.runs:
-        a, b = 2 * rid, 2 * rid + 1
-        if a in stamps and b in stamps and a in reply and b in reply and reply[b] > reply[a]:
-            g, e = (stamps[b] - stamps[a]) / 1e9, (reply[b] - reply[a]) / 1e9
-            out[rid] = {"guest_s": g, "emu_s": e, "ratio": g / e}
-    return out
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and key != "clock_ratio"}
 
 
 def measure_host(share: Path) -> dict[str, dict]:
@@ -657,7 +654,6 @@ def _analyse(out: Path, meta: dict) -> dict:
         share = out / disk
         plan = Plan(disk, [tuple(r) for r in meta["plans"][disk]])
         cuts = cut_log(share, plan, meta["capacity"][disk]) if (share / "emu.csv").exists() else {}
-        clock = guest_clock(share, plan, meta["capacity"][disk]) if (share / "emu.csv").exists() else {}
         for wl in meta["workloads"]:
             kern = _kernel_side(share, plan, wl, cuts)
             simdoc = json.loads((out / "sim" / f"{disk}-{wl}.json").read_text())
@@ -695,8 +691,9 @@ def _analyse(out: Path, meta: dict) -> dict:
                     "at_disk": WORKLOADS[wl].buffered_writes,
                     "kernel_fio_mb_s": mean_ci(k.fio_mb_s)[0],
                     # each run's length by the guest's clock over the disk's
-                    "clock_ratios": [clock[rid]["ratio"] for rid, w, e, _ in plan.runs
-                                     if w == wl and e == el and rid in clock],
+                    "clock_ratios": [cuts[rid]["clock_ratio"] for rid, w, e, _ in plan.runs
+                                     if w == wl and e == el and rid in cuts
+                                     and not math.isnan(cuts[rid]["clock_ratio"])],
                 })
     result = {"meta": meta, "rows": rows,
               "rankings": {name: {"elevators": els, "groups": rankings(rows, els)}
@@ -836,21 +833,6 @@ MAX_REPS = 100
 MAX_RUNTIME_S = 3600
 MAX_OVERHEAD_US = 1e6
 
-def guest_nice() -> int:
-    """The nice value of QEMU and the emulator under --icount (testbed/run.sh
-    reads the same ``IOLAB_GUEST_NICE``, default -10)."""
-    text = os.environ.get("IOLAB_GUEST_NICE", "-10")
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not -20 <= value <= 19:
-        raise UserError(f"IOLAB_GUEST_NICE={text!r}: a nice value from -20 to 19 expected")
-    return value
-
-# QEMU refuses a shift above 10 (icount_configure: MAX_ICOUNT_SHIFT).
-MAX_ICOUNT_SHIFT = 10
-
 
 def check_options(args) -> None:
     """Refuse what cannot run before any side effect (a boot, apt, a directory)."""
@@ -858,11 +840,7 @@ def check_options(args) -> None:
         raise UserError(f"--reps: {args.reps} is outside 1..{MAX_REPS}")
     if not 2 <= args.runtime <= MAX_RUNTIME_S:
         raise UserError(f"--runtime: {args.runtime} s is outside 2..{MAX_RUNTIME_S} s")
-    if args.icount is not None and not 0 <= args.icount <= MAX_ICOUNT_SHIFT:
-        raise UserError(f"--icount: shift {args.icount} is outside 0..{MAX_ICOUNT_SHIFT} "
-                        f"(2**SHIFT ns of the guest's time per instruction)")
-    if args.icount is not None:
-        guest_nice()
+    testbed.check_icount(args.icount)
     us = args.overhead_us
     if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
         raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")

@@ -59,6 +59,32 @@ def host_load() -> str:
 # guest's clock advances with the host's). One virtual CPU: with two, the
 # guest hung at boot under -icount.
 ICOUNT_SPEC = "shift={shift},align=on,sleep=on"
+# QEMU refuses a shift above 10 (icount_configure: MAX_ICOUNT_SHIFT).
+MAX_ICOUNT_SHIFT = 10
+
+
+def check_icount(shift: int | None) -> None:
+    """Refuse an --icount QEMU would refuse, and a bad IOLAB_GUEST_NICE with
+    it, before anything boots."""
+    if shift is None:
+        return
+    if not 0 <= shift <= MAX_ICOUNT_SHIFT:
+        raise UserError(f"--icount: shift {shift} is outside 0..{MAX_ICOUNT_SHIFT} "
+                        f"(2**SHIFT ns of the guest's time per instruction)")
+    guest_nice()
+
+
+def guest_nice() -> int:
+    """The nice value of QEMU and the emulator under --icount (testbed/run.sh
+    reads the same ``IOLAB_GUEST_NICE``, default -10)."""
+    text = os.environ.get("IOLAB_GUEST_NICE", "-10")
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not -20 <= value <= 19:
+        raise UserError(f"IOLAB_GUEST_NICE={text!r}: a nice value from -20 to 19 expected")
+    return value
 
 
 @dataclass

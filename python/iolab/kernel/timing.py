@@ -45,7 +45,7 @@ def boot_timing(share: Path) -> list[dict]:
     """Per run of one boot: its workload, elevator, gaps and clock ratio."""
     import numpy as np
 
-    from iolab.kernel.compare import GAP_PERCENTILES, Plan, cut_log, guest_clock
+    from iolab.kernel.compare import GAP_PERCENTILES, Plan, cut_log
 
     try:
         plan_lines = [ln.split() for ln in (share / "plan.txt").read_text().splitlines() if ln.strip()]
@@ -54,7 +54,6 @@ def boot_timing(share: Path) -> list[dict]:
     except (OSError, ValueError, IndexError) as e:
         raise UserError(f"{share}: not a guest run of `iolab kernel compare` ({e})") from None
     cuts = cut_log(share, plan, capacity)
-    clock = guest_clock(share, plan, capacity)
     out = []
     for rid, wl, el, _ in plan.runs:
         if rid not in cuts:
@@ -68,7 +67,7 @@ def boot_timing(share: Path) -> list[dict]:
             "boot": share.name, "run": rid, "workload": wl, "elevator": el,
             "requests": c["requests"], "mean_gap_us": c["mean_gap_us"],
             "gap_pct_us": c.get("gap_pct_us", {str(q): math.nan for q in GAP_PERCENTILES}),
-            "clock_ratio": clock.get(rid, {}).get("ratio", math.nan),
+            "clock_ratio": c["clock_ratio"],
         })
     return out
 
