@@ -53,7 +53,12 @@ def boot_timing(share: Path) -> list[dict]:
         plan = Plan(share.name, [(int(i), wl, el, 0) for i, wl, el in plan_lines])
     except (OSError, ValueError, IndexError) as e:
         raise UserError(f"{share}: not a guest run of `iolab kernel compare` ({e})") from None
-    cuts = cut_log(share, plan, capacity)
+    try:
+        cuts = cut_log(share, plan, capacity)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+        # a log cut short or edited (pandas' parser errors are ValueErrors)
+        raise UserError(f"{share / 'emu.csv'}: not an `iolab emu` request log "
+                        f"({type(e).__name__}: {e})") from None
     out = []
     for rid, wl, el, _ in plan.runs:
         if rid not in cuts:

@@ -144,3 +144,14 @@ def test_traced_gaps_by_the_guest_clock_skip_the_markers(tmp_path):
     assert timing.traced_gaps_us(f, marker=8000) == pytest.approx([1_500.0, 700.0])
     # without the marker, fio's start counts as a gap of 9 s
     assert timing.traced_gaps_us(f)[0] == pytest.approx(9e6 - 100, rel=1e-6)
+
+
+@pytest.mark.parametrize("log", ["garbage\n\x01\x02", "seq,op\n1,read\n", ""])
+def test_a_damaged_emulator_log_is_one_clear_error(tmp_path, log):
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "plan.txt").write_text("0 zlt0 none\n")
+    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
+    (d / "emu.csv").write_text(log)
+    with pytest.raises(UserError, match="emu.csv: not an `iolab emu` request log"):
+        timing.run_timing(argparse.Namespace(dir=str(tmp_path), json=None))
