@@ -8,9 +8,10 @@
 # A fourth field on a plan line names a file in /share/tunables/ whose
 # "name value" lines are written to the elevator's sysfs after the switch
 # (iolab paper wpcas --kernel: WPCAS's start-up rule).
-# With /share/trace.conf (one elevator name per line), runs of those
-# elevators are traced with the kernel's blk tracer: the block layer's events
-# and the elevator's own messages (bfq_log) go to /share/runs/ID.trace.
+# With /share/trace.conf (one elevator name, or "run:ID", per line), runs of
+# those elevators (or that run) are traced with the kernel's blk tracer: the
+# block layer's events and the elevator's own messages (bfq_log) go to
+# /share/runs/ID.trace.
 dev=vda
 load virtio_blk queue_depth=1 num_request_queues=1
 load bfq
@@ -35,7 +36,7 @@ quiet() { # until the device has nothing in flight (at most 30 s)
     done
 }
 T=/sys/kernel/debug/tracing
-traced() { [ -f /share/trace.conf ] && grep -qx "$1" /share/trace.conf; }
+traced() { [ -f /share/trace.conf ] && grep -qx -e "$1" -e "run:$2" /share/trace.conf; } # elevator id
 trace_on() {
     echo 0 >$T/tracing_on && echo >$T/trace && echo 32768 >$T/buffer_size_kb &&
         echo blk >$T/current_tracer && echo 1 >/sys/block/$dev/trace/enable &&
@@ -64,13 +65,13 @@ while read -r id wl el conf; do
         done <"/share/tunables/$conf"
     fi
     quiet
-    if traced "$el"; then trace_on; fi
+    if traced "$el" "$id"; then trace_on; fi
     mark $((2 * id))
     fio --output-format=json --output="/share/runs/$id.json" "/share/jobs/$wl.fio" >/dev/null ||
         fail "run $id ($wl on $el): fio failed"
     quiet
     mark $((2 * id + 1))
-    if traced "$el"; then trace_off "$id"; fi
+    if traced "$el" "$id"; then trace_off "$id"; fi
     # A buffered writer leaves dirty pages: write them back and drop the
     # cache now, outside the run's markers, so the next run starts clean.
     sync

@@ -90,8 +90,8 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
             raise _bad(path, key, "an object", meta[key])
     if "calibration" in meta and not isinstance(meta["calibration"], str):
         raise _bad(path, "calibration", "text", meta["calibration"])
-    if meta.get("think_model", "mean") not in ("mean", "samples"):
-        raise _bad(path, "think_model", "mean or samples", meta["think_model"])
+    if meta.get("think_model", "mean") not in ("mean", "samples", "guest"):
+        raise _bad(path, "think_model", "mean, samples or guest", meta["think_model"])
     icount = meta.get("icount")
     if icount is not None and (not isinstance(icount, int) or isinstance(icount, bool) or not 0 <= icount <= 10):
         raise _bad(path, "icount", "QEMU's instruction-counter shift, 0 to 10, or null", icount)
@@ -127,9 +127,20 @@ def _host(path: Path, field: str, host: Any) -> None:
                 ok = False
             if not ok:
                 raise _bad(path, f"{field}.{el}.think_us", "think times in ms as keys", t)
-        samples = h.get("think_samples_us", {})
-        if not isinstance(samples, dict) or not all(
-                isinstance(v, list) and len(v) <= 10_000 and all(_number(x) and not math.isnan(x) for x in v)
-                for v in samples.values()) or not set(samples) <= set(think):
-            raise _bad(path, f"{field}.{el}.think_samples_us",
-                       "lists of µs (at most 10,000) for the think times of think_us", "…")
+        for key in ("think_samples_us", "think_guest_us"):
+            samples = h.get(key, {})
+            if not isinstance(samples, dict) or not all(
+                    isinstance(v, list) and len(v) <= 10_000 and all(_number(x) and not math.isnan(x) for x in v)
+                    for v in samples.values()) or not set(samples) <= set(think):
+                raise _bad(path, f"{field}.{el}.{key}",
+                           "lists of µs (at most 10,000) for the think times of think_us", "…")
+        transit = h.get("transit_us", {})
+        if not isinstance(transit, dict) or not all(_number(v) for v in transit.values()):
+            raise _bad(path, f"{field}.{el}.transit_us", "an object of µs by think time", transit)
+        gaps = h.get("guest_gap_us", {})
+        wanted = {"10", "50", "90", "99", "mean", "n"}
+        if not isinstance(gaps, dict) or not set(gaps) <= set(think) or not all(
+                isinstance(g, dict) and wanted <= set(g) and all(_number(x) for x in g.values())
+                for g in gaps.values()):
+            raise _bad(path, f"{field}.{el}.guest_gap_us",
+                       "percentiles 10/50/90/99, mean and n by think time of think_us", "…")

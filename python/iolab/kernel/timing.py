@@ -45,7 +45,8 @@ def boot_timing(share: Path) -> list[dict]:
     """Per run of one boot: its workload, elevator, gaps and clock ratio."""
     import numpy as np
 
-    from iolab.kernel.compare import GAP_PERCENTILES, Plan, cut_log
+    from iolab.kernel.emulog import GAP_PERCENTILES, cut_log
+    from iolab.kernel.guest import Plan
 
     try:
         plan_lines = [ln.split() for ln in (share / "plan.txt").read_text().splitlines() if ln.strip()]
@@ -77,13 +78,15 @@ def boot_timing(share: Path) -> list[dict]:
     return out
 
 
-def traced_gaps_us(path: Path, marker: int | None = None) -> list[float]:
+def traced_gaps_us(path: Path, marker: int | None = None, to: str = "D") -> list[float]:
     """From a blk tracer text (``runs/ID.trace``, ``iolab kernel compare
     --trace``), the guest's own time from each completion (C) to the next
-    issue (D), by the guest's clock: at queue depth 1 what the emulator
-    sees as reply to arrival, less QEMU's and NBD's transit. Requests at or
-    past ``marker`` (the run's two marker reads) end a gap unmeasured: the
-    gap from the opening marker to fio's first request is fio's start."""
+    issue (D, or with ``to="Q"`` the next request's queueing, where a
+    process's own time ends), by the guest's clock: at queue depth 1 what
+    the emulator sees as reply to arrival, less QEMU's and NBD's transit.
+    Requests at or past ``marker`` (the run's two marker reads) end a gap
+    unmeasured: the gap from the opening marker to fio's first request is
+    fio's start."""
     from iolab.kernel.bfqlog import BLOCK_EVENT
 
     gaps, last_c = [], None
@@ -93,7 +96,7 @@ def traced_gaps_us(path: Path, marker: int | None = None) -> list[float]:
         raise UserError(f"{path}: {e.strerror}") from None
     for line in lines:
         m = BLOCK_EVENT.match(line)
-        if not m or m["act"] not in ("C", "D"):
+        if not m or m["act"] not in ("C", to):
             continue
         t = float(m["t"]) * 1e6
         if marker is not None and int(m["sector"]) >= marker:
@@ -111,7 +114,7 @@ def run_timing(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from iolab.kernel.compare import GAP_PERCENTILES
+    from iolab.kernel.emulog import GAP_PERCENTILES
 
     root = Path(args.dir)
     if not root.is_dir():

@@ -241,7 +241,8 @@ def fio_phases(path: Path) -> list[dict[str, float]]:
 def kernel_rows(share: Path, runs: list[Run], capacity: int) -> list[dict[str, Any]]:
     """One row per finished guest run: throughput by the emulator's log,
     the module's counters, fio's per-test figures."""
-    from iolab.kernel.compare import Plan, cut_log, stats_file
+    from iolab.kernel.emulog import cut_log
+    from iolab.kernel.guest import Plan, stats_file
 
     cuts = cut_log(share, Plan(DISK, [(r.id, r.job, r.label, r.rep) for r in runs]), capacity) \
         if (share / "emu.csv").exists() else {}
@@ -382,7 +383,7 @@ def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional
         placement: str = "packed", icount: Optional[int] = ICOUNT, repo: Optional[str] = None) -> list[SideBySide]:
     from iolab import _iolab
     from iolab.kernel import testbed
-    from iolab.kernel.compare import boot_on_emulator
+    from iolab.kernel.guest import boot_on_emulator
 
     plan = plan_for(quick, reps, classes, placement, icount)
     runs = make_runs(plan)

@@ -75,7 +75,7 @@ META_CASES = [
     ("host-think-key", _with(host_by_disk={"hp97560": {"none": {"device_us": 1, "think_us": {"x": 1}}}}),
      ["field `host_by_disk.hp97560.none.think_us`"]),
     ("calibration-number", _with(calibration=1), ["field `calibration`"]),
-    ("think-model-unknown", _with(think_model="median"), ["field `think_model`: expected mean or samples"]),
+    ("think-model-unknown", _with(think_model="median"), ["field `think_model`: expected mean, samples or guest"]),
     ("icount-11", _with(icount=11), ["field `icount`"]),
     ("icount-text", _with(icount="6"), ["field `icount`"]),
     ("think-samples-text", _with(host_by_disk={"hp97560": {"none": {
@@ -84,6 +84,12 @@ META_CASES = [
     ("think-samples-other-key", _with(host_by_disk={"hp97560": {"none": {
         "device_us": 1, "think_us": {"0": 1}, "think_samples_us": {"5": [1.0]}}}}),
      ["field `host_by_disk.hp97560.none.think_samples_us`"]),
+    ("think-guest-nan", _with(host_by_disk={"hp97560": {"none": {
+        "device_us": 1, "think_us": {"0": 1}, "think_guest_us": {"0": [float("nan")]}}}}),
+     ["field `host_by_disk.hp97560.none.think_guest_us`"]),
+    ("guest-gaps-missing-percentile", _with(host_by_disk={"hp97560": {"none": {
+        "device_us": 1, "think_us": {"0": 1}, "guest_gap_us": {"0": {"mean": 1, "n": 3}}}}}),
+     ["field `host_by_disk.hp97560.none.guest_gap_us`"]),
     # meta.json is sound; the results it points to are missing.
     ("results-missing", META, ["the comparison's results are incomplete or damaged"]),
 ]

@@ -6,8 +6,10 @@ import math
 import pytest
 
 from iolab.cli.errors import UserError
-from iolab.kernel import compare
-from iolab.kernel.compare import Plan, cut_log, fio_summary, make_plan, mean_ci, tost
+from iolab.kernel import compare, emulog, guest, significance
+from iolab.kernel.emulog import cut_log
+from iolab.kernel.guest import Plan, fio_summary, make_plan
+from iolab.kernel.significance import mean_ci, tost
 
 
 def test_equivalence_test_needs_both_sides_within_the_margin():
@@ -81,8 +83,8 @@ def test_runs_cuts_are_averaged_figure_by_figure():
     b = {"requests": 4, "span_s": 3.0, "gap_pct_us": {"50": 5.0}}
     # the gap percentiles (a table per run) are not averaged: that raised
     # TypeError and made every analysis with an emulator log fail
-    assert compare.mean_of_cuts([a, b]) == {"requests": 3.0, "span_s": 2.0}
-    assert compare.mean_of_cuts([]) == {}
+    assert emulog.mean_of_cuts([a, b]) == {"requests": 3.0, "span_s": 2.0}
+    assert emulog.mean_of_cuts([]) == {}
 
 
 def test_only_a_buffered_writer_is_compared_at_the_disk():
@@ -114,7 +116,7 @@ def test_simulator_has_a_counterpart_for_every_6_1_elevator():
 
 
 def test_holm_adjusts_step_down_and_keeps_nan():
-    adj = compare.holm([0.01, 0.04, math.nan, 0.03])
+    adj = significance.holm([0.01, 0.04, math.nan, 0.03])
     # sorted 0.01, 0.03, 0.04 -> 3*0.01, max(0.03, 2*0.03), max(0.06, 1*0.04)
     assert adj[0] == pytest.approx(0.03)
     assert adj[3] == pytest.approx(0.06)
@@ -135,7 +137,7 @@ def test_rankings_count_only_pairs_the_kernel_tells_apart():
         _row("bfq", [2.00, 2.02, 1.98], [1.10, 1.11, 1.09]),   # kernel: bfq >> none; sim: reversed
         _row("kyber", [1.00, 1.30, 0.70], [1.00, 1.00, 1.00]),  # too noisy to tell from none
     ]
-    (g,) = compare.rankings(rows, ["none", "bfq", "kyber"])
+    (g,) = significance.rankings(rows, ["none", "bfq", "kyber"])
     assert g["kernel_order"] == ["bfq", "none", "kyber"] or g["kernel_order"][0] == "bfq"
     assert g["sim_order"] == ["none", "bfq", "kyber"]
     assert not g["same_order"]
@@ -145,18 +147,18 @@ def test_rankings_count_only_pairs_the_kernel_tells_apart():
 
 
 def test_ranking_sets_split_builtin_from_all():
-    sets = compare.ranking_sets(["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"])
+    sets = significance.ranking_sets(["none", "mq-deadline", "bfq", "kyber", "anticipatory", "wpcas"])
     assert sets["6.1 built-in"] == ["none", "mq-deadline", "bfq", "kyber"]
     assert len(sets["all"]) == 6
-    assert list(compare.ranking_sets(["anticipatory", "wpcas"])) == ["all"]
+    assert list(significance.ranking_sets(["anticipatory", "wpcas"])) == ["all"]
 
 
 def test_trace_names_the_traced_elevators_for_the_guest(tmp_path):
     plan = make_plan("hp97560", ["randseq"], ["bfq", "mq-deadline"], 1)
-    compare.write_share(tmp_path, plan, 5, 2_600_000, {}, ["bfq"])
+    guest.write_share(tmp_path, plan, 5, 2_600_000, {}, ["bfq"])
     assert (tmp_path / "trace.conf").read_text() == "bfq\n"
     # A later boot without --trace leaves no stale file behind.
-    compare.write_share(tmp_path, plan, 5, 2_600_000, {})
+    guest.write_share(tmp_path, plan, 5, 2_600_000, {})
     assert not (tmp_path / "trace.conf").exists()
 
 

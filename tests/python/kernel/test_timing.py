@@ -1,5 +1,5 @@
 """The guest's time per request and its clock against the emulator's
-(`iolab kernel timing`, the clock ratio of compare.cut_log), and the --icount bounds."""
+(`iolab kernel timing`, the clock ratio of emulog.cut_log), and the --icount bounds."""
 
 import argparse
 import json
@@ -7,8 +7,9 @@ import json
 import pytest
 
 from iolab.cli.errors import UserError
-from iolab.kernel import compare, timing
-from iolab.kernel.compare import Plan, cut_log
+from iolab.kernel import calibration, compare, emulog, timing
+from iolab.kernel.emulog import cut_log
+from iolab.kernel.guest import Plan
 
 COLS = ("seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns,"
         "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error")
@@ -115,11 +116,11 @@ def test_measure_host_keeps_the_distribution_for_the_simulator(tmp_path):
     (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
     (d / "plan.txt").write_text("0 zlt0 anticipatory\n1 zlaio8 anticipatory\n")
     (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
-    host = compare.measure_host(d)["anticipatory"]
+    host = calibration.measure_host(d)["anticipatory"]
     assert host["device_us"] == pytest.approx(200.0)
     assert host["think_us"]["0"] == pytest.approx(300.0, rel=0.01)
     s = host["think_samples_us"]["0"]
-    assert len(s) == compare.GAP_QUANTILES
+    assert len(s) == emulog.GAP_QUANTILES
     assert min(s) == pytest.approx(200.0) and max(s) == pytest.approx(400.0)
     spec, _ = compare.sim_spec("hp97560", compare.WORKLOADS["seqreaders"], "anticipatory", 10, 1,
                                {"device_us": 200.0, "think_us": {"2": 300.0},
@@ -155,3 +156,89 @@ def test_a_damaged_emulator_log_is_one_clear_error(tmp_path, log):
     (d / "emu.csv").write_text(log)
     with pytest.raises(UserError, match="emu.csv: not an `iolab emu` request log"):
         timing.run_timing(argparse.Namespace(dir=str(tmp_path), json=None))
+
+
+def _calibration_boot(d, runs):
+    """A calibration boot: ``runs`` is a list of (workload, elevator, disk
+    gaps in ns, guest C->Q gaps in µs or None); a run with guest gaps has a
+    trace file, as a traced copy has."""
+    d.mkdir()
+    (d / "runs").mkdir()
+    rows = []
+
+    def rq(sector, arrival):
+        rows.append(f"{len(rows)},1,read,,{sector * 512},4096,{sector},8,{arrival},{arrival},"
+                    f"{arrival + 1_000},{arrival + 1_000},1000,0,0,0,0,0,miss,")
+        return arrival + 1_000
+
+    t = 0
+    for rid, (_, _, gaps, guest_gaps) in enumerate(runs):
+        t = rq(MARK + 16 * rid, t + 1_000)
+        for g in gaps:
+            t = rq(100, t + g)
+        t = rq(MARK + 16 * rid + 8, t + 1_000)
+        if guest_gaps is not None:
+            lines, now = [], 10.0
+            for g in guest_gaps:
+                lines.append(f"         fio-127      [000] d.h2.   {now:.6f}: 254,0    C  RS 100 + 8 [0]")
+                now += g / 1e6
+                lines.append(f"         fio-127      [000] d..1.   {now:.6f}: 254,0    Q  RS 108 + 8 [fio]")
+                now += 0.000300
+                lines.append(f"    kworker/0:1H-39      [000] d..1.   {now:.6f}: 254,0    D  RS 108 + 8 [kw]")
+                now += 0.001
+            (d / "runs" / f"{rid}.trace").write_text("\n".join(lines) + "\n")
+    (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
+    (d / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, (wl, el, _, _) in enumerate(runs)))
+    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
+
+
+def test_guest_think_model_keeps_the_guest_clocks_spread_at_the_disks_mean(tmp_path):
+    """The untraced zlt0 run says the mean (500 µs at the disk, less 200 µs
+    of device time: 300); its traced copy, slower at the disk (1,000 µs),
+    gives the spread by the guest's clock (700/900 µs C->Q, mean 800): the
+    samples are 200 and 400 µs, centred on 300, not the disk's 200..400
+    of the untraced run nor the traced run's inflated mean."""
+    d = tmp_path / "cal"
+    _calibration_boot(d, [("zlt0", "anticipatory", [400_000, 600_000] * 20, None),
+                          ("zlaio8", "anticipatory", [200_000] * 40, None),
+                          ("zlt0", "anticipatory", [1_000_000] * 40, [700, 900] * 20)])
+    host = calibration.measure_host(d)["anticipatory"]
+    assert host["think_us"]["0"] == pytest.approx(300.0, rel=0.01)
+    g = host["think_guest_us"]["0"]
+    assert len(g) == emulog.GAP_QUANTILES
+    # (the untraced run's 39 gaps between its 40 requests: 20 of 600 µs, 19 of 400)
+    think = host["think_us"]["0"]
+    assert sum(g) / len(g) == pytest.approx(think)
+    assert min(g) == pytest.approx(think - 100) and max(g) == pytest.approx(think + 100)
+    assert host["guest_gap_us"]["0"]["mean"] == pytest.approx(800.0)
+    assert host["guest_gap_us"]["0"]["n"] == 40
+    # the traced run's disk-side mean gap less the guest's own
+    assert host["transit_us"]["0"] == pytest.approx(1_000.0 - 800.0, rel=0.01)
+    spec, _ = compare.sim_spec("hp97560", compare.WORKLOADS["seqreaders"], "anticipatory", 10, 1,
+                               {"device_us": 200.0, "think_us": {"2": 300.0},
+                                "think_guest_us": {"2": [-100.0, 500.0]}}, "guest")
+    # a draw below zero is taken as zero
+    assert spec["workload"]["group"][0]["think"] == {"dist": "samples", "ms": [2.0, 2.5]}
+
+
+def test_guest_think_model_without_traced_runs_is_refused(tmp_path):
+    d = tmp_path / "cal"
+    _calibration_boot(d, [("zlt0", "anticipatory", [500_000] * 10, None),
+                          ("zlaio8", "anticipatory", [200_000] * 10, None)])
+    host = calibration.measure_host(d)["anticipatory"]
+    assert "think_guest_us" not in host
+    with pytest.raises(UserError, match="--think guest: the calibration has no traced runs"):
+        calibration.think_extras(host, "guest")
+
+
+def test_the_guest_think_model_traces_a_copy_of_each_one_process_run(tmp_path):
+    plan, traced = calibration.calibration_plan("hp97560", ["none", "anticipatory"], "guest")
+    assert len(plan.runs) == 2 * 4 + 2 * 3
+    assert [plan.runs[i][1:3] for i in traced] == [(w, e) for e in ("none", "anticipatory")
+                                                   for w in ("zlt0", "zlt1", "zlt2")]
+    from iolab.kernel import guest
+
+    guest.write_share(tmp_path, plan, 8, 2_600_000, {}, [], traced)
+    assert (tmp_path / "trace.conf").read_text().splitlines() == [f"run:{i}" for i in traced]
+    plain, none_traced = calibration.calibration_plan("hp97560", ["none"], "mean")
+    assert len(plain.runs) == 4 and none_traced == []

@@ -1,0 +1,197 @@
+"""The guest's own time per request, measured before ``iolab kernel compare``
+and given to the simulator as inputs (docs/kernel.md, "The guest's own
+time, a measured input").
+
+One boot per compared disk (``--calibrate idle``, the default) or one on a
+zero-latency disk (``--calibrate zero``) runs the ``MEASURE`` workloads
+under every compared elevator. Every gap is taken from the emulator's reply
+to the next request's arrival, so whatever the disk's latency, that time is
+the guest's. How the part a process pays between its completion and its
+next request reaches the simulator is the think model (``--think``):
+
+* ``mean``: its mean, added to the process's think time;
+* ``samples``: its distribution as the disk saw it (reply to arrival), one
+  draw per think. Under ``-icount`` that carries QEMU's alignment, up to
+  3 ms either way, which the guest's own decisions never see;
+* ``guest``: its distribution by the guest's own clock (the blk tracer in
+  traced copies of the calibration runs, completion to the next request's
+  queueing), shifted to the mean the disk saw in the untraced runs, so the
+  spread is the guest's and the mean is the whole way round (the transit
+  through QEMU and NBD included; the tracer's own cost left out).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+from iolab.kernel import testbed
+from iolab.kernel.emulog import GAP_PERCENTILES, GAP_QUANTILES, cut_log
+from iolab.kernel.guest import Plan, make_plan, run_disk
+
+MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
+# The calibration runs whose traced copies give the guest's own distribution.
+TRACED_MEASURE = ["zlt0", "zlt1", "zlt2"]
+THINK_MODELS = ("mean", "samples", "guest")
+CALIBRATION_RUNTIME_S = 8
+
+
+def calibration_plan(disk: str, elevators: list[str], think_model: str) -> tuple[Plan, list[int]]:
+    """The calibration boot's runs, and the ids of those to trace: under the
+    ``guest`` think model every one-process run again, traced."""
+    plan = make_plan(disk, MEASURE, elevators, 1)
+    traced: list[int] = []
+    if think_model == "guest":
+        n = len(plan.runs)
+        for el in elevators:
+            for wl in TRACED_MEASURE:
+                plan.runs.append((n, wl, el, 1))
+                traced.append(n)
+                n += 1
+    return plan, traced
+
+
+def _quantiles(xs, n: int = GAP_QUANTILES) -> list[float]:
+    import numpy as np
+
+    return [float(x) for x in np.quantile(np.asarray(xs, dtype=float), (np.arange(n) + 0.5) / n)] if len(xs) else []
+
+
+def measure_host(share: Path) -> dict[str, dict]:
+    """The guest's own time per request, per elevator, from a run of the
+    ``MEASURE`` workloads. On a zero-latency disk (``--calibrate zero``) the
+    guest never idles; on the compared disk's own model (``--calibrate
+    idle``, the default) it idles between requests as in the comparison,
+    and its way back from idle (the halted virtual CPU woken by the
+    completion interrupt, blk-mq's queue run) is then part of the gap:
+
+    * ``device_us``: the mean gap while one process keeps 8 requests in
+      flight (libaio), so that a request is always waiting and no process
+      runs between two requests: QEMU and NBD, the completion interrupt,
+      the block layer, the elevator, the next dispatch. The simulator
+      charges it to every request (``[disk] host_overhead_us``).
+    * ``think_us[t]``: for one process thinking ``t`` ms, the mean gap less
+      ``t`` and ``device_us``: waking the process, fio's sleep overshooting
+      its think time, the system calls. The simulator adds it to the think
+      time of processes that think ``t`` ms.
+    * ``think_samples_us[t]``: the same gap by gap, as the disk saw it
+      (GAP_QUANTILES equally likely values; below zero where a gap was
+      shorter than the mean device_us).
+    * ``think_guest_us[t]``, where the boot has traced copies of the runs:
+      the gaps by the guest's own clock (completion to the next request's
+      queueing, :func:`iolab.kernel.timing.traced_gaps_us`), less their
+      mean, plus ``think_us[t]``; ``guest_gap_us[t]`` their percentiles and
+      mean, ``transit_us[t]`` the traced run's mean gap at the disk less
+      its mean by the guest's clock (QEMU's and NBD's way, the submission
+      after queueing).
+
+    A traced run costs the guest the tracer's time, so the means always
+    come from the untraced runs when there are any.
+    """
+    from iolab.kernel.timing import traced_gaps_us
+
+    plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
+    cap = int((share / "disk.conf").read_text().split()[1]) + 2048
+    p = Plan("calibration", [(int(i), wl, el, 0) for i, wl, el, *_ in plan])
+    cuts = cut_log(share, p, cap)
+    by: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for rid, wl, el, _ in p.runs:
+        if rid in cuts:
+            kind = "traced" if (share / "runs" / f"{rid}.trace").exists() else "plain"
+            by.setdefault((el, wl), {"plain": [], "traced": []})[kind].append(rid)
+    gap: dict[tuple[str, str], float] = {}
+    quantiles: dict[tuple[str, str], list[float]] = {}
+    guest: dict[tuple[str, str], tuple[list[float], float]] = {}
+    for key, kinds in by.items():
+        # the disk's view from untraced runs (all runs, if every one was traced)
+        rid = (kinds["plain"] or kinds["traced"])[0]
+        gap[key] = cuts[rid]["mean_gap_us"]
+        quantiles[key] = cuts[rid].get("gap_quantiles_us", [])
+        if kinds["traced"]:
+            t_rid = kinds["traced"][0]
+            g = traced_gaps_us(share / "runs" / f"{t_rid}.trace", cap - 2048, to="Q")
+            if g:
+                guest[key] = (g, cuts[t_rid]["mean_gap_us"])
+    out = {}
+    for el in sorted({el for el, _ in gap}):
+        dev = gap.get((el, "zlaio8"), math.nan)
+        ts = [t for t in (0, 1, 2) if (el, f"zlt{t}") in gap]
+        think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in ts}
+        h = {"device_us": dev, "think_us": {str(t): v for t, v in think.items()},
+             "think_samples_us": {str(t): [q - t * 1000 - dev for q in quantiles[(el, f"zlt{t}")]]
+                                  for t in ts if quantiles[(el, f"zlt{t}")] and not math.isnan(dev)},
+             "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in ts}}
+        g_ts = [t for t in ts if (el, f"zlt{t}") in guest and not math.isnan(dev)]
+        if g_ts:
+            import numpy as np
+
+            h["think_guest_us"], h["guest_gap_us"], h["transit_us"] = {}, {}, {}
+            for t in g_ts:
+                g, disk_mean = guest[(el, f"zlt{t}")]
+                m = float(np.mean(g))
+                h["think_guest_us"][str(t)] = [q - m + think[t] for q in _quantiles(g)]
+                h["guest_gap_us"][str(t)] = {**{str(q): float(np.percentile(g, q)) for q in GAP_PERCENTILES},
+                                             "mean": m, "n": len(g)}
+                h["transit_us"][str(t)] = disk_mean - m
+        out[el] = h
+    return out
+
+
+def think_extras(host: dict | None, think_model: str) -> dict[float, float | list[float]]:
+    """What the simulator adds to a process's think time (ms), by think
+    time: the mean, or the distribution the think model names. A draw below
+    zero, a gap shorter than the mean device time, is taken as zero."""
+    if not host:
+        return {}
+    extra: dict[float, float | list[float]] = {
+        float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items() if not math.isnan(v)}
+    key = {"samples": "think_samples_us", "guest": "think_guest_us"}.get(think_model)
+    if key:
+        given = host.get(key, {})
+        if think_model == "guest" and not given:
+            raise UserError("--think guest: the calibration has no traced runs (calibrate again with "
+                            "--think guest, which traces a copy of each one-process run)")
+        extra.update({float(t): [max(x, 0.0) / 1000 for x in v] for t, v in given.items() if v})
+    return extra
+
+
+def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
+    """Fill ``meta["host_by_disk"]``: per compared disk and elevator, the
+    guest's own time per request (see :func:`measure_host`)."""
+    disks, elevators = meta["disks"], meta["elevators"]
+    think_model = meta.get("think_model", "mean")
+    meta["calibration"] = "given" if args.overhead_us is not None else args.calibrate
+    if args.overhead_us is not None:
+        if think_model != "mean":
+            raise UserError(f"--think {think_model} needs a calibration: it cannot go with --overhead-us")
+        host = {el: {"device_us": args.overhead_us, "think_us": {}} for el in elevators}
+        meta["host_by_disk"] = {d: host for d in disks}
+        return
+    meta["calibration_load"] = {}
+    targets = [(disks[0], "zero-latency", True)] if args.calibrate == "zero" else \
+        [(d, f"calibration-{d}", False) for d in disks]
+    meta["host_by_disk"] = {}
+    for disk, name, zero in targets:
+        what = "zero-latency run" if zero else f"calibration on {disk}"
+        print(f"iolab kernel compare: {what} (the guest's own time per request); load {testbed.host_load()}",
+              flush=True)
+        meta["calibration_load"][name if zero else disk] = testbed.host_load()
+        plan, traced = calibration_plan(disk, elevators, think_model)
+        share = run_disk(repo, out, disk, plan, CALIBRATION_RUNTIME_S, zero_latency=zero, share_name=name,
+                         icount=args.icount, trace=meta.get("trace", []), trace_runs=traced)
+        host = measure_host(share)
+        for d in (disks if zero else [disk]):
+            meta["host_by_disk"][d] = host
+
+
+def device_us(meta: dict, disk: str, elevator: str) -> float:
+    """The guest's time per request the simulator charged as service (µs)."""
+    dev = host_of(meta, disk).get(elevator, {}).get("device_us", 0.0)
+    return 0.0 if not isinstance(dev, (int, float)) or math.isnan(dev) else max(dev, 0.0)
+
+
+def host_of(meta: dict, disk: str) -> dict[str, dict]:
+    """The calibration that applies to ``disk`` (older directories hold one
+    zero-latency calibration for every disk under ``host``)."""
+    return meta.get("host_by_disk", {}).get(disk) or meta.get("host", {})

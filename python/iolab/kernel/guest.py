@@ -1,0 +1,168 @@
+"""The guest's side of ``iolab kernel compare`` and ``iolab paper wpcas
+--kernel``: an ``iolab emu`` disk for the guest, the plan of runs one boot
+makes, the files ``testbed/guest/compare.sh`` reads, the boot itself, and the
+files each run leaves (fio's JSON, the module's counters)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from iolab.cli.errors import UserError
+from iolab.kernel import testbed
+from iolab.kernel.workloads import WORKLOADS, fio_job
+
+# ---------------------------------------------------------------- emulator
+
+
+class Emulator:
+    """``iolab emu`` serving one disk to the guest, its log in ``log``."""
+
+    def __init__(self, disk: str, image: Path, socket: Path, log: Path, zero_latency: bool = False,
+                 nice: int | None = None):
+        self.socket = socket
+        self.log = log
+        # IOLAB_EMU: another iolab executable whose `emu` serves the disk
+        base = [os.environ["IOLAB_EMU"]] if os.environ.get("IOLAB_EMU") else [sys.executable, "-m", "iolab"]
+        if nice is not None:
+            # every thread of the emulator at the guest's priority (testbed/run.sh)
+            base = ["nice", "-n", str(nice), *base]
+        cmd = [*base, "emu", "--disk", disk, "--image", str(image),
+               "--socket", str(socket), "--log", str(log), "--no-sync"]
+        if zero_latency:
+            cmd.append("--zero-latency")
+        if socket.exists():
+            socket.unlink()
+        self.out = open(log.with_suffix(".emu.txt"), "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not socket.exists():
+            if self.proc.poll() is not None:
+                raise UserError(f"iolab emu exited at start: {log.with_suffix('.emu.txt').read_text().strip()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise UserError("iolab emu did not open its socket within 60 s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.out.close()
+
+
+def capacity_sectors(disk: str) -> int:
+    from iolab import _iolab
+
+    return int(json.loads(_iolab.wpcas_seek_tunables(disk))["capacity_sectors"])
+
+
+@dataclass
+class Plan:
+    disk: str
+    runs: list[tuple[int, str, str, int]]  # id, workload, elevator, rep
+
+
+def make_plan(disk: str, workloads: list[str], elevators: list[str], reps: int) -> Plan:
+    runs, n = [], 0
+    for rep in range(reps):
+        for wl in workloads:
+            for el in elevators:
+                runs.append((n, wl, el, rep))
+                n += 1
+    return Plan(disk, runs)
+
+
+def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dict[str, int],
+                trace: list[str] = (), trace_runs: list[int] = ()) -> None:
+    """The files guest/compare.sh reads. ``trace``: elevators whose runs
+    the guest traces; ``trace_runs``: runs it traces whatever the elevator."""
+    (share / "jobs").mkdir(parents=True, exist_ok=True)
+    for wl in sorted({r[1] for r in plan.runs}):
+        (share / "jobs" / f"{wl}.fio").write_text(fio_job(WORKLOADS[wl], capacity, runtime))
+    (share / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, wl, el, _ in plan.runs))
+    (share / "disk.conf").write_text(f"marker_sector {capacity - 2048}\n")
+    (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in wpcas.items()))
+    (share / "trace.conf").unlink(missing_ok=True)
+    if trace or trace_runs:
+        (share / "trace.conf").write_text("".join(f"{el}\n" for el in trace)
+                                          + "".join(f"run:{i}\n" for i in trace_runs))
+
+
+def run_disk(repo: Path, out: Path, disk: str, plan: Plan, runtime: int, zero_latency: bool = False,
+             share_name: str | None = None, trace: list[str] = (), icount: int | None = None,
+             trace_runs: list[int] = ()) -> Path:
+    """One boot on an emulated ``disk``; returns the guest's run directory
+    (``out/share_name``, by default the disk's name or ``zero-latency``)."""
+    from iolab import _iolab
+
+    seek = json.loads(_iolab.wpcas_seek_tunables(disk))
+    share = out / (share_name or ("zero-latency" if zero_latency else disk))
+    share.mkdir(parents=True, exist_ok=True)
+    write_share(share, plan, runtime, seek["capacity_sectors"], seek["tunables"], trace, trace_runs)
+    boot_on_emulator(repo, share, disk, len(plan.runs) * (runtime + 15), zero_latency=zero_latency, icount=icount)
+    return share
+
+
+def boot_on_emulator(repo: Path, share: Path, disk: str, runs_s: float, zero_latency: bool = False,
+                     icount: int | None = None) -> None:
+    """Boot the guest once with ``guest/compare.sh`` over the files already
+    in ``share`` (:func:`write_share` or its like), on an ``iolab emu``
+    disk of model ``disk`` whose log goes to ``share/emu.csv``. ``runs_s``:
+    the runs' expected length in all, for the timeout (twice it, plus the
+    boot)."""
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    image = work / f"{disk}.img"
+    emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency,
+                   nice=testbed.guest_nice() if icount is not None else None)
+    try:
+        run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
+                           timeout_s=int((900 if icount is not None else 300) + runs_s * 2),
+                           icount=icount)
+    finally:
+        emu.stop()
+        image.unlink(missing_ok=True)
+    if not run.ok:
+        raise UserError(f"the guest run on {disk} failed: {'; '.join(run.failures)} (see {share})")
+
+
+# ---------------------------------------------------------------- results
+
+
+def fio_summary(path: Path) -> dict:
+    """Throughput (MB/s, 10^6 bytes) and total-latency percentiles of a run."""
+    data = json.loads(path.read_text())
+    job = data["jobs"][0]
+    bw = sum(job[d]["bw_bytes"] for d in ("read", "write"))
+    ios = sum(job[d]["total_ios"] for d in ("read", "write"))
+    pct = {}
+    for key, q in (("p50", "50.000000"), ("p99", "99.000000")):
+        vals = [(job[d]["total_ios"], job[d].get("lat_ns", {}).get("percentile", {}).get(q))
+                for d in ("read", "write") if job[d]["total_ios"]]
+        vals = [(n, v) for n, v in vals if v is not None]
+        # two directions: the larger percentile (a bound; reads dominate every workload here)
+        pct[key] = max(v for _, v in vals) / 1e6 if vals else math.nan
+    return {"throughput_mb_s": bw / 1e6, "iops": ios / (job["job_runtime"] / 1e3),
+            "p50_ms": pct["p50"], "p99_ms": pct["p99"]}
+
+
+def stats_file(path: Path) -> dict:
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                out[parts[0]] = int(parts[1])
+    return out
