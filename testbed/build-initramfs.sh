@@ -59,6 +59,7 @@ else
     copy_list "$root/modules.all" $BASE $EXTRA
 fi
 
-(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out.tmp"
-mv "$out.tmp" "$out"
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out.tmp.$$"
+# (a temporary of this shell's own: guests booted side by side may build it at once)
+mv "$out.tmp.$$" "$out"
 echo "$out"

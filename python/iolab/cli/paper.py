@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--icount", type=int, default=6, metavar="SHIFT",
                    help="QEMU's instruction counter, 2**SHIFT ns per instruction, one vCPU (default 6; "
                         "-1: off)")
+    k.add_argument("--file-kib", dest="file_kib", type=positive_int, default=512, metavar="K",
+                   help="IOzone's file per process, KiB, on both sides (default 512, the paper's; smaller "
+                        "scales every run down: a multiple of the 4 KiB record, at most 512)")
+    k.add_argument("--guests", type=positive_int, default=1, metavar="N",
+                   help="boot N guests side by side, each with its own emulated disk, and share the runs "
+                        "out among them by whole repetitions of an experiment (default 1; at most 8)")
     k.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     k.add_argument("--from", dest="source", metavar="DIR",
                    help="with --kernel: boot nothing, decide the claims and write the report again from DIR")
@@ -94,6 +100,7 @@ def cmd_wpcas_kernel(args) -> int:
     from rich.table import Table
 
     from iolab.cli.errors import UserError
+    from iolab.kernel.guest import MAX_GUESTS
     from iolab.kernel.testbed import MAX_ICOUNT_SHIFT
     from iolab.paper import wpcas_kernel
 
@@ -105,10 +112,15 @@ def cmd_wpcas_kernel(args) -> int:
     else:
         if not -1 <= args.icount <= MAX_ICOUNT_SHIFT:
             raise UserError(f"--icount: {args.icount} is outside -1..{MAX_ICOUNT_SHIFT} (-1: off)")
+        if args.file_kib % wpcas_kernel.RECORD_KB or args.file_kib > wpcas_kernel.FILE_KB:
+            raise UserError(f"--file-kib: {args.file_kib} is not a multiple of the {wpcas_kernel.RECORD_KB} KiB "
+                            f"record up to {wpcas_kernel.FILE_KB}")
+        if args.guests > MAX_GUESTS:
+            raise UserError(f"--guests: {args.guests} is more than {MAX_GUESTS} guests side by side")
         out = args.output if args.output != "paper-wpcas" else "paper-wpcas-kernel"
         result = wpcas_kernel.run(args.quick, Path(out), reps=args.reps, classes=_classes(args.classes),
                                   placement=args.placement, icount=None if args.icount < 0 else args.icount,
-                                  repo=args.repo)
+                                  repo=args.repo, guests=args.guests, file_kb=args.file_kib)
     t = Table(title="WPCAS paper, IOzone: the kernel's verdicts beside the simulator's")
     for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator"):
         t.add_column(col, overflow="fold")

@@ -26,9 +26,11 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
 
     log = pd.read_csv(share / "emu.csv", comment="#")
     marker = capacity - 2048
-    # the (2*ID)th and (2*ID+1)th 4 KiB block from marker_sector on
+    # the (2*ID)th and (2*ID+1)th 4 KiB block from marker_sector on (a
+    # boot's run ids need not start at 0: guests side by side share them out)
+    last = max((rid for rid, *_ in plan.runs), default=0)
     is_mark = (log["op"] == "read") & (log["sector"] >= marker) & \
-        (log["sector"] < marker + 8 * (2 * len(plan.runs) + 2)) & ((log["sector"] - marker) % 8 == 0)
+        (log["sector"] < marker + 8 * (2 * last + 2)) & ((log["sector"] - marker) % 8 == 0)
     marks = {int(s - marker) // 8: i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
     stamps = _clock_stamps(share)
     out = {}

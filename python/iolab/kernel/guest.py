@@ -84,15 +84,30 @@ def make_plan(disk: str, workloads: list[str], elevators: list[str], reps: int) 
     return Plan(disk, runs)
 
 
+# The runs' marker reads: two 4 KiB blocks per run id in the disk's last
+# 2,048 sectors (testbed/guest/compare.sh), so a boot holds ids 0..127.
+MARKER_SECTORS = 2048
+MAX_RUN_ID = MARKER_SECTORS // 8 // 2 - 1
+
+
+def check_run_ids(ids) -> None:
+    """Refuse a boot whose run ids would read past the marker blocks."""
+    top = max(ids, default=0)
+    if top > MAX_RUN_ID:
+        raise UserError(f"{top + 1} runs in one boot: the marker blocks hold {MAX_RUN_ID + 1} "
+                        "(fewer repetitions, or more guests side by side)")
+
+
 def write_share(share: Path, plan: Plan, runtime: int, capacity: int, wpcas: dict[str, int],
                 trace: list[str] = (), trace_runs: list[int] = ()) -> None:
     """The files guest/compare.sh reads. ``trace``: elevators whose runs
     the guest traces; ``trace_runs``: runs it traces whatever the elevator."""
+    check_run_ids(r[0] for r in plan.runs)
     (share / "jobs").mkdir(parents=True, exist_ok=True)
     for wl in sorted({r[1] for r in plan.runs}):
         (share / "jobs" / f"{wl}.fio").write_text(fio_job(WORKLOADS[wl], capacity, runtime))
     (share / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, wl, el, _ in plan.runs))
-    (share / "disk.conf").write_text(f"marker_sector {capacity - 2048}\n")
+    (share / "disk.conf").write_text(f"marker_sector {capacity - MARKER_SECTORS}\n")
     (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in wpcas.items()))
     (share / "trace.conf").unlink(missing_ok=True)
     if trace or trace_runs:
@@ -124,8 +139,10 @@ def boot_on_emulator(repo: Path, share: Path, disk: str, runs_s: float, zero_lat
     boot)."""
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"iolab-compare-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)
-    image = work / f"{disk}.img"
-    emu = Emulator(disk, image, work / f"{disk}.sock", share / "emu.csv", zero_latency=zero_latency,
+    # named by the share, not the disk: guests booted side by side (run_side_by_side)
+    # may serve the same model, each from an image and a socket of its own
+    image = work / f"{share.name}.img"
+    emu = Emulator(disk, image, work / f"{share.name}.sock", share / "emu.csv", zero_latency=zero_latency,
                    nice=testbed.guest_nice() if icount is not None else None)
     try:
         run = testbed.boot(repo, share, "compare.sh", [], nbd=emu.socket,
@@ -166,3 +183,46 @@ def stats_file(path: Path) -> dict:
             if len(parts) == 2:
                 out[parts[0]] = int(parts[1])
     return out
+
+
+# At most this many guests side by side: each is a QEMU under -icount (about
+# a tenth of a host core while its disk keeps it waiting, and up to a core
+# when busy) with its emulator, and 1 GiB of memory.
+MAX_GUESTS = 8
+
+
+def run_side_by_side(tasks: list, what: str) -> list:
+    """Run each of ``tasks`` (callables, one guest boot each) in a thread of
+    its own and wait for all; their results in order. The first failure is
+    raised once every boot has ended, so that no guest is left running."""
+    import threading
+
+    if len(tasks) == 1:
+        return [tasks[0]()]
+    results: list = [None] * len(tasks)
+    errors: list[BaseException | None] = [None] * len(tasks)
+    done = threading.Event()
+    left = [len(tasks)]
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        try:
+            results[i] = tasks[i]()
+        except BaseException as e:  # noqa: B036 - handed to the caller below
+            errors[i] = e
+        finally:
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"{what}-{i}", daemon=True) for i in range(len(tasks))]
+    for t in threads:
+        t.start()
+    # an Event's wait, not join(): Ctrl-C reaches the main thread at once
+    # (and reaches each QEMU and emulator through the terminal's process group)
+    done.wait()
+    for e in errors:
+        if e is not None:
+            raise e
+    return results

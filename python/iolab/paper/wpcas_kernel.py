@@ -103,31 +103,37 @@ class KPlan:
     sim_seq_seeds: int = QUICK.seq_seeds
     sim_random_seeds: int = QUICK.random_seeds
     icount: Optional[int] = ICOUNT
+    guests: int = 1
+    file_kb: int = FILE_KB
 
 
 def plan_for(quick: bool, reps: Optional[int] = None, classes: Optional[list[int]] = None,
-             placement: str = "packed", icount: Optional[int] = ICOUNT) -> KPlan:
+             placement: str = "packed", icount: Optional[int] = ICOUNT, guests: int = 1,
+             file_kb: int = FILE_KB) -> KPlan:
     """Quick: 10 classes, one repetition (about 15 minutes in all).
-    Full: 10, 40 and 80 classes, 3 repetitions (about 6 hours of disk time).
+    Full: 10, 40 and 80 classes, 3 repetitions (about 6 hours of disk time,
+    shared out among ``guests`` booted side by side).
     The simulator gets the seeds of `iolab paper wpcas` (or --quick)."""
     base = QUICK if quick else FULL
     return KPlan(classes=tuple(classes or ((10,) if quick else CLASS_COUNTS)), reps=reps or (1 if quick else 3),
                  placement=placement, sim_seq_seeds=base.seq_seeds, sim_random_seeds=base.random_seeds,
-                 icount=icount)
+                 icount=icount, guests=guests, file_kb=file_kb)
 
 
-def workload(mode: str, classes: int, placement: str) -> dict[str, Any]:
+def workload(mode: str, classes: int, placement: str, file_kb: int = FILE_KB) -> dict[str, Any]:
     """The simulator's `[workload]` of one experiment: exactly `iolab paper
-    wpcas`'s for the reading whose placement this is."""
-    return iozone_spec(reading(PLACEMENTS[placement]), mode, classes, 1)["workload"]
+    wpcas`'s for the reading whose placement this is (at the paper's
+    512 KiB files, or scaled down to ``file_kb``, on both sides alike)."""
+    w = iozone_spec(reading(PLACEMENTS[placement]), mode, classes, 1)["workload"]
+    return {**w, "file_kb": file_kb}
 
 
-def file_starts(mode: str, classes: int, placement: str, capacity: int) -> list[int]:
+def file_starts(mode: str, classes: int, placement: str, capacity: int, file_kb: int = FILE_KB) -> list[int]:
     """Each process's first sector, from the simulator's own placement."""
     from iolab import _iolab
 
     try:
-        return list(_iolab.iozone_file_starts(json.dumps(workload(mode, classes, placement)), capacity))
+        return list(_iolab.iozone_file_starts(json.dumps(workload(mode, classes, placement, file_kb)), capacity))
     except ValueError as e:
         raise UserError(f"IOzone's files on {DISK}: {e}") from None
 
@@ -136,7 +142,8 @@ def job_name(mode: str, classes: int) -> str:
     return f"iozone-{mode}-{classes}"
 
 
-def fio_job(mode: str, classes: int, placement: str, capacity: int, device: str = DEVICE) -> str:
+def fio_job(mode: str, classes: int, placement: str, capacity: int, device: str = DEVICE,
+            file_kb: int = FILE_KB) -> str:
     """The fio job file of one IOzone experiment on the raw device: per
     IOzone test one fio job per process on its file's sectors, psync with
     O_DIRECT (one synchronous request at a time; an O_DIRECT write is
@@ -144,14 +151,14 @@ def fio_job(mode: str, classes: int, placement: str, capacity: int, device: str 
     replacement as the simulator draws them; `stonewall` on the first job
     of each test after the first: all processes of a test start together,
     the next test when all have ended (IOzone's throughput mode)."""
-    size = FILE_KB * 1024
-    starts = file_starts(mode, classes, placement, capacity)
+    size = file_kb * 1024
+    starts = file_starts(mode, classes, placement, capacity, file_kb)
     marker = capacity - 2048
     if any(s * SECTOR + size > marker * SECTOR for s in starts):
         raise UserError(f"an IOzone file reaches the marker blocks at sector {marker}")
     lines = [
         f"# iolab paper wpcas --kernel: IOzone {mode} ({' then '.join(t for t, _ in TESTS[mode])}), "
-        f"{classes} processes, {RECORD_KB} KiB records, {FILE_KB} KiB files, placement {placement}",
+        f"{classes} processes, {RECORD_KB} KiB records, {file_kb} KiB files, placement {placement}",
         "[global]",
         f"filename={device}",
         "ioengine=psync",
@@ -184,6 +191,8 @@ class Run:
     classes: int
     label: str
     rep: int
+    # the guest that runs it: its directory under the output (one guest: the disk's name)
+    share: str = DISK
 
     @property
     def job(self) -> str:
@@ -208,14 +217,47 @@ def make_runs(plan: KPlan) -> list[Run]:
     return runs
 
 
+def share_out(runs: list[Run], guests: int, seconds: dict[tuple[str, int, str], float]) -> list[list[Run]]:
+    """Share the runs out among ``guests`` booted side by side: a block is
+    one experiment (mode, classes) of one repetition, every scheduler in
+    it, so that the schedulers a repetition pairs run in one boot, one
+    after the other, as with one guest. The longest blocks first, each to
+    the guest with the least work so far (by the simulator's run lengths);
+    each guest's runs keep the plan's order. Every guest gets a block if
+    there are enough."""
+    if guests <= 1:
+        return [runs]
+    blocks: dict[tuple[int, str, int], list[Run]] = {}
+    for r in runs:
+        blocks.setdefault((r.rep, r.mode, r.classes), []).append(r)
+    cost = {k: sum(seconds.get((r.mode, r.classes, r.label), 60.0) for r in b) for k, b in blocks.items()}
+    load = [0.0] * min(guests, len(blocks))
+    mine: list[list[tuple[int, str, int]]] = [[] for _ in load]
+    for k in sorted(blocks, key=lambda k: (-cost[k], k)):
+        g = min(range(len(load)), key=lambda i: (load[i], i))
+        load[g] += cost[k]
+        mine[g].append(k)
+    out = []
+    for g, keys in enumerate(mine):
+        name = f"{DISK}-g{g + 1}"
+        group = sorted((r for k in keys for r in blocks[k]), key=lambda r: r.id)
+        for r in group:
+            r.share = name
+        out.append(group)
+    return out
+
+
 def write_share(share: Path, plan: KPlan, runs: list[Run], capacity: int, seek: dict[str, int]) -> None:
     """The files guest/compare.sh reads: jobs, plan (with each run's
     tunables file), markers, the module's seek curve."""
+    from iolab.kernel.guest import check_run_ids
+
+    check_run_ids(r.id for r in runs)
     (share / "jobs").mkdir(parents=True, exist_ok=True)
     (share / "tunables").mkdir(exist_ok=True)
-    for mode in plan.modes:
-        for c in plan.classes:
-            (share / "jobs" / f"{job_name(mode, c)}.fio").write_text(fio_job(mode, c, plan.placement, capacity))
+    for mode, c in sorted({(r.mode, r.classes) for r in runs}):
+        (share / "jobs" / f"{job_name(mode, c)}.fio").write_text(
+            fio_job(mode, c, plan.placement, capacity, file_kb=plan.file_kb))
     for s in SCHEDULERS:
         if s.tunables:
             (share / "tunables" / s.label).write_text("".join(f"{k} {v}\n" for k, v in s.tunables))
@@ -238,35 +280,40 @@ def fio_phases(path: Path) -> list[dict[str, float]]:
     return out
 
 
-def kernel_rows(share: Path, runs: list[Run], capacity: int) -> list[dict[str, Any]]:
+def kernel_rows(outdir: Path, runs: list[Run], capacity: int, file_kb: int = FILE_KB) -> list[dict[str, Any]]:
     """One row per finished guest run: throughput by the emulator's log,
     the module's counters, fio's per-test figures."""
     from iolab.kernel.emulog import cut_log
     from iolab.kernel.guest import Plan, stats_file
 
-    cuts = cut_log(share, Plan(DISK, [(r.id, r.job, r.label, r.rep) for r in runs]), capacity) \
-        if (share / "emu.csv").exists() else {}
+    cuts: dict[tuple[str, int], dict] = {}
+    for name in sorted({r.share for r in runs}):
+        boot = outdir / name
+        mine = [(r.id, r.job, r.label, r.rep) for r in runs if r.share == name]
+        if (boot / "emu.csv").exists():
+            cuts.update({(name, rid): c for rid, c in cut_log(boot, Plan(DISK, mine), capacity).items()})
     rows = []
     for r in runs:
-        cut = cuts.get(r.id)
+        cut = cuts.get((r.share, r.id))
         if not cut or not cut.get("span_s"):
             continue
-        st = stats_file(share / "runs" / f"{r.id}.stats")
+        st = stats_file(outdir / r.share / "runs" / f"{r.id}.stats")
         rows.append({
             "side": "kernel", "scheduler": r.label, "elevator": r.sched.elevator, "seed": r.rep,
             "mode": r.mode, "classes": r.classes, "run": r.id,
             "throughput_mb_s": cut["bytes"] / cut["span_s"] / 1e6, "elapsed_s": cut["span_s"],
-            "requests": cut["requests"], "expected_requests": expected_requests(r.mode, r.classes),
+            "requests": cut["requests"], "expected_requests": expected_requests(r.mode, r.classes, file_kb),
             "antic_started": st.get("antic_started", 0), "antic_succeeded": st.get("antic_succeeded", 0),
             "antic_failed": st.get("antic_failed", 0),
             "mean_seek_cylinders": cut["mean_seek_cylinders"],
-            "phases": fio_phases(share / "runs" / f"{r.id}.json"),
+            "phases": fio_phases(outdir / r.share / "runs" / f"{r.id}.json"),
+            "clock_ratio": cut["clock_ratio"], "guest": r.share,
         })
     return rows
 
 
-def expected_requests(mode: str, classes: int) -> int:
-    return classes * len(TESTS[mode]) * (FILE_KB // RECORD_KB)
+def expected_requests(mode: str, classes: int, file_kb: int = FILE_KB) -> int:
+    return classes * len(TESTS[mode]) * (file_kb // RECORD_KB)
 
 
 # ---------------------------------------------------------------- the simulator's runs
@@ -288,19 +335,19 @@ def sim_spec(mode: str, classes: int, plan: KPlan) -> dict[str, Any]:
         "name": f"IOzone {mode}, {classes} classes ({plan.placement}), the kernel's schedulers",
         "disk": {"preset": DISK, "queue_depth": 1},
         "scheduler": scheds,
-        "workload": workload(mode, classes, plan.placement),
+        "workload": workload(mode, classes, plan.placement, plan.file_kb),
         "run": {"seed": 1, "repetitions": seeds},
     }
 
 
-def sim_rows(doc: dict[str, Any], mode: str, classes: int) -> list[dict[str, Any]]:
+def sim_rows(doc: dict[str, Any], mode: str, classes: int, file_kb: int = FILE_KB) -> list[dict[str, Any]]:
     rows = []
     for r in doc["runs"]:
         a = r.get("anticipation") or {}
         rows.append({
             "side": "simulator", "scheduler": r["scheduler"], "seed": r["seed"], "mode": mode, "classes": classes,
             "throughput_mb_s": r["throughput_mb_s"], "elapsed_s": r["elapsed_ms"] / 1000,
-            "requests": r["requests"]["completed"], "expected_requests": expected_requests(mode, classes),
+            "requests": r["requests"]["completed"], "expected_requests": expected_requests(mode, classes, file_kb),
             "antic_started": a.get("started", 0), "antic_succeeded": a.get("succeeded", 0),
             "antic_failed": a.get("failed", 0), "mean_seek_cylinders": r["seek"]["mean_cylinders"],
             "phases": [{"name": p["phase"], "mb_s": p["children_mb_s"], "runtime_ms": p["elapsed_ms"]}
@@ -325,7 +372,7 @@ def run_sim(plan: KPlan, out: Path) -> list[dict[str, Any]]:
             slim = {**doc, "runs": [{k: v for k, v in r.items() if k not in ("per_process", "per_class")}
                                     for r in doc["runs"]]}
             (out / "sim" / f"{job_name(mode, c)}.json").write_text(json.dumps({"spec": spec, **slim}, indent=1) + "\n")
-            rows += sim_rows(doc, mode, c)
+            rows += sim_rows(doc, mode, c, plan.file_kb)
     return rows
 
 
@@ -380,12 +427,13 @@ def shown(v: claims.Verdict) -> str:
 
 
 def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional[list[int]] = None,
-        placement: str = "packed", icount: Optional[int] = ICOUNT, repo: Optional[str] = None) -> list[SideBySide]:
+        placement: str = "packed", icount: Optional[int] = ICOUNT, repo: Optional[str] = None,
+        guests: int = 1, file_kb: int = FILE_KB) -> list[SideBySide]:
     from iolab import _iolab
     from iolab.kernel import testbed
-    from iolab.kernel.guest import boot_on_emulator
+    from iolab.kernel.guest import boot_on_emulator, run_side_by_side
 
-    plan = plan_for(quick, reps, classes, placement, icount)
+    plan = plan_for(quick, reps, classes, placement, icount, guests, file_kb)
     runs = make_runs(plan)
     root = testbed.find_repo(repo)
     t0 = time.monotonic()
@@ -395,20 +443,25 @@ def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional
     # the simulator first: it takes seconds, and its run lengths bound the guest's
     sim = run_sim(plan, outdir)
     sim_s = {(r["mode"], r["classes"], r["scheduler"]): r["elapsed_s"] for r in sim}
-    expect_s = sum(1.5 * sim_s.get((r.mode, r.classes, r.label), 60.0) + 15 for r in runs)
+    groups = share_out(runs, plan.guests, sim_s)
+    expect = [sum(1.5 * sim_s.get((r.mode, r.classes, r.label), 60.0) + 15 for r in g) for g in groups]
     kver = testbed.prepare(root)
     meta: dict[str, Any] = {
         "kernel": kver, "disk": DISK, "plan": asdict(plan), "runs": [asdict(r) for r in runs],
         "capacity": capacity, "started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_before": testbed.host_load(),
         "quick": quick,
     }
-    share = outdir / DISK
-    share.mkdir(parents=True, exist_ok=True)
-    write_share(share, plan, runs, capacity, seek["tunables"])
-    print(f"iolab paper wpcas --kernel: {len(runs)} guest runs on {DISK} (about {expect_s / 1.5 / 60:.0f} min "
-          f"of disk time), icount {plan.icount}; load {testbed.host_load()}", flush=True)
+    for g in groups:
+        share = outdir / g[0].share
+        share.mkdir(parents=True, exist_ok=True)
+        write_share(share, plan, g, capacity, seek["tunables"])
+    side = f" on {len(groups)} guests side by side" if len(groups) > 1 else ""
+    print(f"iolab paper wpcas --kernel: {len(runs)} guest runs on {DISK}{side} (about {max(expect) / 1.5 / 60:.0f} "
+          f"min of disk time{' on the longest' if side else ''}), icount {plan.icount}; load {testbed.host_load()}",
+          flush=True)
     try:
-        boot_on_emulator(root, share, DISK, expect_s, icount=plan.icount)
+        run_side_by_side([lambda g=g, e=e: boot_on_emulator(root, outdir / g[0].share, DISK, e, icount=plan.icount)
+                          for g, e in zip(groups, expect)], "paper-guest")
     finally:
         meta["load_after"] = testbed.host_load()
         meta["wall_s"] = time.monotonic() - t0
@@ -438,8 +491,8 @@ def analyse(outdir: Path, sim: Optional[list[dict[str, Any]]] = None) -> list[Si
             for mode in plan.modes:
                 for c in plan.classes:
                     doc = json.loads((outdir / "sim" / f"{job_name(mode, c)}.json").read_text())
-                    sim += sim_rows(doc, mode, c)
-        kern = kernel_rows(outdir / DISK, runs, meta["capacity"])
+                    sim += sim_rows(doc, mode, c, plan.file_kb)
+        kern = kernel_rows(outdir, runs, meta["capacity"], plan.file_kb)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         raise UserError(f"{outdir}: the run's results are incomplete or damaged ({type(e).__name__}: {e})") from None
     rows = kern + sim
@@ -474,10 +527,15 @@ def write_report(outdir: Path, meta: dict[str, Any], plan: KPlan, rows: list[dic
         f"Linux {meta.get('kernel', '?')} in QEMU" + (f" on the instruction counter (-icount shift={plan.icount}, "
                                                       "one vCPU)" if plan.icount is not None else " (TCG, no icount)")
         + f", the module's anticipatory and wpcas; `iolab emu` disk {DISK} (queue depth 1)",
-        f"IOzone: {RECORD_KB} KiB records, {FILE_KB} KiB files per process, O_DIRECT, "
+        f"IOzone: {RECORD_KB} KiB records, {plan.file_kb} KiB files per process"
+        + ("" if plan.file_kb == FILE_KB else f" (scaled down from the paper's {FILE_KB} KiB, on both sides)")
+        + ", O_DIRECT, "
         f"{', '.join(str(c) for c in plan.classes)} classes; placement `{plan.placement}` (reading "
         f"'{PLACEMENTS[plan.placement]}'), the same sectors on both sides",
-        f"kernel: {plan.reps} repetition(s), {nk} of {len(meta['runs'])} runs finished; simulator: "
+        f"kernel: {plan.reps} repetition(s), {nk} of {len(meta['runs'])} runs finished"
+        + (f" on {len({r['share'] for r in meta['runs'] if 'share' in r})} guests side by side (each repetition "
+           "of an experiment, every scheduler in it, in one guest)" if plan.guests > 1 else "")
+        + "; simulator: "
         f"{plan.sim_seq_seeds} seeds sequential, {plan.sim_random_seeds} random",
         f"wall time {meta.get('wall_s', float('nan')):.0f} s; host load {meta.get('load_before', '?')} before, "
         f"{meta.get('load_after', '?')} after",
@@ -515,4 +573,14 @@ def write_report(outdir: Path, meta: dict[str, Any], plan: KPlan, rows: list[dic
                 table.append(cells)
     doc.table(["mode", "classes", "scheduler", "kernel MB/s", "sim MB/s", "kernel A-T/A-S/A-F", "sim A-T/A-S/A-F",
                "kernel requests"], table)
+    ratios = [r["clock_ratio"] for r in rows if r["side"] == "kernel" and not math.isnan(r.get("clock_ratio", math.nan))]
+    if ratios:
+        from iolab.kernel.emulog import CLOCK_TOLERANCE
+
+        off = [f"run {r['run']} ({r['clock_ratio']:.3f})" for r in rows
+               if r["side"] == "kernel" and abs(r.get("clock_ratio", 1.0) - 1) > CLOCK_TOLERANCE]
+        doc.para(f"One clock for the guest and the disk? Each run's length by the guest's clock over its length by "
+                 f"the emulator's: {min(ratios):.4f} to {max(ratios):.4f} over {len(ratios)} runs"
+                 + (f"; beyond ±{CLOCK_TOLERANCE:.0%}: {', '.join(off)}." if off
+                    else f", every run within ±{CLOCK_TOLERANCE:.0%}."))
     doc.write(outdir, "report")

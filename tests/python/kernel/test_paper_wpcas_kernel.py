@@ -161,16 +161,48 @@ def test_one_kernel_run_is_labelled_as_one_run():
     assert wk.shown(r.sim) == "reproduced"
 
 
-def test_report_from_a_finished_directory(tmp_path):
+@pytest.mark.parametrize("guests, reps", [(1, 1), (2, 2)])
+def test_report_from_a_finished_directory(tmp_path, guests, reps):
     """A guest run's directory (markers, requests, the module's counters)
-    and the simulator's documents give the report without a guest."""
-    plan = wk.plan_for(True, classes=[10])
+    and the simulator's documents give the report without a guest; with
+    two guests side by side, each repetition in a boot of its own."""
+    plan = wk.plan_for(True, reps=reps, classes=[10], guests=guests)
     plan.modes = ("random",)
     runs = wk.make_runs(plan)
+    groups = wk.share_out(runs, guests, {})
+    assert len(groups) == guests
     cap = HP97560_SECTORS
-    share = tmp_path / wk.DISK
-    (share / "runs").mkdir(parents=True)
     marker = cap - 2048
+    for group in groups:
+        _write_boot(tmp_path / group[0].share, group, marker)
+    meta = {"kernel": "6.1.0-test", "disk": wk.DISK, "plan": wk.asdict(plan), "runs": [wk.asdict(r) for r in runs],
+            "capacity": cap, "quick": True, "wall_s": 1.0}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    sim = wk.run_sim(plan, tmp_path)
+    assert {r["scheduler"] for r in sim} == {s.label for s in wk.SCHEDULERS}
+    result = wk.analyse(tmp_path)
+    doc = json.loads((tmp_path / "paper-wpcas-kernel.json").read_text())
+    kern = [r for r in doc["runs"] if r["side"] == "kernel"]
+    assert len(kern) == len(runs)
+    assert {r["guest"] for r in kern} == {g[0].share for g in groups}
+    ste = next(r for r in kern if r["scheduler"] == "wpcas-ste")
+    # 20 requests of 4 KiB, 8 ms each and 1 µs apart
+    assert ste["throughput_mb_s"] == pytest.approx(20 * 4096 / (20 * 8e-3 + 19 * 1e-6) / 1e6)
+    assert ste["antic_started"] == 12 and ste["requests"] == 20
+    rnd = next(r for r in result if r.claim.startswith("WPCAS beats AS on random") and r.startup == "ste")
+    assert rnd.kernel.verdict == "reproduced"
+    text = (tmp_path / "report.md").read_text()
+    assert "CFQ is not in Linux 6.1" in text
+    if reps == 1:
+        assert rnd.kernel.note == "one run" and "reproduced (one run)" in text
+    else:
+        assert rnd.kernel.note != "one run" and "2 guests side by side" in text
+
+
+def _write_boot(share, runs, marker):
+    """One guest's emulator log and counters: per run its two markers and
+    20 requests whose service time depends on the scheduler."""
+    (share / "runs").mkdir(parents=True)
     cols = "seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns," \
            "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error"
     log, t = [], 0
@@ -190,29 +222,39 @@ def test_report_from_a_finished_directory(tmp_path):
         rq("read", marker + 16 * r.id + 8, 10)
         (share / "runs" / f"{r.id}.stats").write_text("antic_started 12\nantic_succeeded 10\nantic_failed 2\n")
     (share / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + cols + "\n" + "\n".join(log) + "\n")
-    meta = {"kernel": "6.1.0-test", "disk": wk.DISK, "plan": wk.asdict(plan), "runs": [wk.asdict(r) for r in runs],
-            "capacity": cap, "quick": True, "wall_s": 1.0}
-    (tmp_path / "meta.json").write_text(json.dumps(meta))
-    sim = wk.run_sim(plan, tmp_path)
-    assert {r["scheduler"] for r in sim} == {s.label for s in wk.SCHEDULERS}
-    result = wk.analyse(tmp_path)
-    doc = json.loads((tmp_path / "paper-wpcas-kernel.json").read_text())
-    kern = [r for r in doc["runs"] if r["side"] == "kernel"]
-    assert len(kern) == len(runs)
-    ste = next(r for r in kern if r["scheduler"] == "wpcas-ste")
-    # 20 requests of 4 KiB, 8 ms each and 1 µs apart
-    assert ste["throughput_mb_s"] == pytest.approx(20 * 4096 / (20 * 8e-3 + 19 * 1e-6) / 1e6)
-    assert ste["antic_started"] == 12 and ste["requests"] == 20
-    rnd = next(r for r in result if r.claim.startswith("WPCAS beats AS on random") and r.startup == "ste")
-    assert rnd.kernel.verdict == "reproduced" and rnd.kernel.note == "one run"
-    text = (tmp_path / "report.md").read_text()
-    assert "reproduced (one run)" in text and "CFQ is not in Linux 6.1" in text
+
+
+def test_runs_are_shared_out_by_whole_repetitions_of_an_experiment():
+    plan = wk.plan_for(False, guests=4)
+    runs = wk.make_runs(plan)
+    # the simulator's run lengths: a sequential 80-class run is the longest
+    secs = {(m, c, s.label): (4.0 if m == "sequential" else 2.0) * c for m in wk.MODES
+            for c in wk.CLASS_COUNTS for s in wk.SCHEDULERS}
+    groups = wk.share_out(runs, 4, secs)
+    assert len(groups) == 4 and sorted(r.id for g in groups for r in g) == [r.id for r in runs]
+    assert [g[0].share for g in groups] == [f"{wk.DISK}-g{i}" for i in range(1, 5)]
+    for g in groups:
+        assert [r.id for r in g] == sorted(r.id for r in g)
+        assert all(r.share == g[0].share for r in g)
+    # every scheduler of a repetition of an experiment in one guest
+    where = {}
+    for r in runs:
+        where.setdefault((r.rep, r.mode, r.classes), set()).add(r.share)
+    assert all(len(v) == 1 for v in where.values())
+    # no guest has more work than another by more than the longest block
+    load = [sum(secs[(r.mode, r.classes, r.label)] for r in g) for g in groups]
+    assert max(load) - min(load) <= 5 * 4.0 * 80
+    # one guest: everything in the disk's own directory, as before
+    assert wk.share_out(runs, 1, secs) == [runs]
 
 
 @pytest.mark.parametrize("args, message", [
     (["--from", "DIR"], "give --kernel too"),
     (["--kernel", "--classes", "20"], "--classes"),
     (["--kernel", "--icount", "11"], "--icount"),
+    (["--kernel", "--guests", "9"], "--guests"),
+    (["--kernel", "--file-kib", "6"], "--file-kib"),
+    (["--kernel", "--file-kib", "1024"], "--file-kib"),
     (["--kernel", "--from", "DIR"], "no finished"),
 ])
 def test_command_line_refuses_before_booting(tmp_path, args, message):
@@ -229,3 +271,16 @@ def test_a_damaged_directory_is_one_clear_error(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(UserError, match="incomplete or damaged"):
         wk.analyse(tmp_path)
+
+
+def test_a_scaled_down_file_is_the_same_on_both_sides():
+    plan = wk.plan_for(True, file_kb=64)
+    spec = wk.sim_spec("sequential", 10, plan)
+    assert spec["workload"]["file_kb"] == 64
+    starts = _iolab.iozone_file_starts(json.dumps(spec["workload"]), HP97560_SECTORS)
+    text = wk.fio_job("sequential", 10, "packed", HP97560_SECTORS, file_kb=64)
+    assert "size=65536" in text
+    assert [int(s["offset"]) for s in sections(text)[:10]] == [s * 512 for s in starts]
+    # packed 64 KiB files lie 128 sectors apart
+    assert starts == [i * 128 for i in range(10)]
+    assert wk.expected_requests("sequential", 10, 64) == 10 * 4 * 16
