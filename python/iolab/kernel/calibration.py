@@ -27,8 +27,8 @@ from pathlib import Path
 
 from iolab.cli.errors import UserError
 from iolab.kernel import testbed
-from iolab.kernel.emulog import GAP_PERCENTILES, GAP_QUANTILES, cut_log
-from iolab.kernel.guest import Plan, make_plan, run_disk
+from iolab.kernel.emulog import GAP_PERCENTILES, GAP_QUANTILES, cut_log, marker_sector
+from iolab.kernel.guest import Plan, make_plan, run_disk, run_side_by_side
 
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 # The calibration runs whose traced copies give the guest's own distribution.
@@ -92,9 +92,9 @@ def measure_host(share: Path) -> dict[str, dict]:
     from iolab.kernel.timing import traced_gaps_us
 
     plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
-    cap = int((share / "disk.conf").read_text().split()[1]) + 2048
+    marker = marker_sector(share)
     p = Plan("calibration", [(int(i), wl, el, 0) for i, wl, el, *_ in plan])
-    cuts = cut_log(share, p, cap)
+    cuts = cut_log(share, p)
     by: dict[tuple[str, str], dict[str, list[int]]] = {}
     for rid, wl, el, _ in p.runs:
         if rid in cuts:
@@ -110,7 +110,7 @@ def measure_host(share: Path) -> dict[str, dict]:
         quantiles[key] = cuts[rid].get("gap_quantiles_us", [])
         if kinds["traced"]:
             t_rid = kinds["traced"][0]
-            g = traced_gaps_us(share / "runs" / f"{t_rid}.trace", cap - 2048, to="Q")
+            g = traced_gaps_us(share / "runs" / f"{t_rid}.trace", marker, to="Q")
             if g:
                 guest[key] = (g, cuts[t_rid]["mean_gap_us"])
     out = {}
@@ -172,7 +172,8 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
     targets = [(disks[0], "zero-latency", True)] if args.calibrate == "zero" else \
         [(d, f"calibration-{d}", False) for d in disks]
     meta["host_by_disk"] = {}
-    for disk, name, zero in targets:
+
+    def one(disk: str, name: str, zero: bool) -> None:
         what = "zero-latency run" if zero else f"calibration on {disk}"
         print(f"iolab kernel compare: {what} (the guest's own time per request); load {testbed.host_load()}",
               flush=True)
@@ -183,6 +184,10 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
         host = measure_host(share)
         for d in (disks if zero else [disk]):
             meta["host_by_disk"][d] = host
+
+    guests = getattr(args, "guests", 1) or 1
+    for i in range(0, len(targets), guests):
+        run_side_by_side([lambda t=t: one(*t) for t in targets[i:i + guests]], "calibration")
 
 
 def device_us(meta: dict, disk: str, elevator: str) -> float:

@@ -34,7 +34,8 @@ from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
 from iolab.kernel.calibration import THINK_MODELS, calibrate, device_us, host_of, measure_host, think_extras
 from iolab.kernel.emulog import CLOCK_TOLERANCE, cut_log, mean_of_cuts
-from iolab.kernel.guest import Plan, capacity_sectors, fio_summary, make_plan, run_disk, stats_file
+from iolab.kernel.guest import (MAX_GUESTS, Plan, capacity_sectors, check_run_ids, fio_summary, make_plan, run_disk,
+                                run_side_by_side, stats_file)
 from iolab.kernel.significance import BUILTIN, mean_ci, ranking_sets, rankings, tost
 from iolab.kernel.workloads import WORKLOADS, Workload, sim_workload
 
@@ -89,6 +90,9 @@ def register(sub) -> None:
                    help="run the guest on QEMU's instruction counter, one CPU, 2**SHIFT ns per "
                         "instruction, its clock held to the host's: the guest's time per request "
                         "becomes a count of its instructions, not a share of the host (docs/kernel.md)")
+    c.add_argument("--guests", type=int, default=1, metavar="N",
+                   help="boot up to N disks' guests side by side (their calibration boots too), each with "
+                        "its own emulated disk (default 1: one after the other)")
     c.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     c.set_defaults(func=run_compare)
 
@@ -431,6 +435,7 @@ def run_compare(args) -> int:
     workloads = _list(args.workloads, COMPARED, "workloads")
     elevators = _list(args.elevators, ELEVATORS + module_elevators(), "elevators")
     trace = _list(args.trace, elevators, "trace") if args.trace else []
+    check_run_ids(range(len(workloads) * len(elevators) * args.reps))  # one disk's runs in one boot
     repo = testbed.find_repo(args.repo)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -441,14 +446,20 @@ def run_compare(args) -> int:
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
-    # 2. the kernel on each emulated disk
+    # 2. the kernel on each emulated disk (args.guests disks' guests side by side)
+    plans = {}
     for disk in disks:
-        plan = make_plan(disk, workloads, elevators, args.reps)
-        meta["plans"][disk] = plan.runs
+        plans[disk] = make_plan(disk, workloads, elevators, args.reps)
+        meta["plans"][disk] = plans[disk].runs
         meta["capacity"][disk] = capacity_sectors(disk)
-        print(f"iolab kernel compare: {disk}: {len(plan.runs)} runs of {args.runtime} s "
-              f"(about {len(plan.runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
-        run_disk(repo, out, disk, plan, args.runtime, trace=trace, icount=args.icount)
+
+    def one(disk: str) -> None:
+        print(f"iolab kernel compare: {disk}: {len(plans[disk].runs)} runs of {args.runtime} s (about "
+              f"{len(plans[disk].runs) * (args.runtime + 12) // 60 + 1} min); load {testbed.host_load()}", flush=True)
+        run_disk(repo, out, disk, plans[disk], args.runtime, trace=trace, icount=args.icount)
+
+    for i in range(0, len(disks), args.guests):
+        run_side_by_side([lambda d=d: one(d) for d in disks[i:i + args.guests]], "compare")
     meta["load_after"] = testbed.host_load()
     run_sim_side(out, meta)
     print(report(analyse(out)))
@@ -469,6 +480,8 @@ def check_options(args) -> None:
     if not 2 <= args.runtime <= MAX_RUNTIME_S:
         raise UserError(f"--runtime: {args.runtime} s is outside 2..{MAX_RUNTIME_S} s")
     testbed.check_icount(args.icount)
+    if not 1 <= getattr(args, "guests", 1) <= MAX_GUESTS:
+        raise UserError(f"--guests: {args.guests} is outside 1..{MAX_GUESTS}")
     us = args.overhead_us
     if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
         raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")

@@ -18,14 +18,14 @@ CLOCK_TOLERANCE = 0.01
 # How finely the distribution of those gaps is kept for the simulator.
 GAP_QUANTILES = 100
 
-def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
+def cut_log(share: Path, plan: Plan, capacity: int | None = None) -> dict[int, dict]:
     """Per run, what the emulated disk saw between the run's two markers.
     A marker block read twice (the same run interrupted?) keeps its last."""
     import numpy as np
     import pandas as pd
 
     log = pd.read_csv(share / "emu.csv", comment="#")
-    marker = capacity - 2048
+    marker = marker_sector(share, capacity)
     # the (2*ID)th and (2*ID+1)th 4 KiB block from marker_sector on (a
     # boot's run ids need not start at 0: guests side by side share them out)
     last = max((rid for rid, *_ in plan.runs), default=0)
@@ -77,6 +77,21 @@ def cut_log(share: Path, plan: Plan, capacity: int) -> dict[int, dict]:
                                         int(log.at[a, "reply_ns"]), int(log.at[b, "reply_ns"])),
         }
     return out
+
+
+def marker_sector(share: Path, capacity: int | None = None) -> int:
+    """The first marker block's sector, as the boot's ``disk.conf`` gave it
+    to the guest (a boot written before that file: the last 2,048 sectors)."""
+    conf = share / "disk.conf"
+    if conf.exists():
+        for line in conf.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "marker_sector" and parts[1].isdigit():
+                return int(parts[1])
+        raise ValueError(f"{conf}: no `marker_sector N` line")
+    if capacity is None:
+        raise ValueError(f"{share}: no disk.conf")
+    return capacity - 2048
 
 
 def _clock_stamps(share: Path) -> dict[int, int]:

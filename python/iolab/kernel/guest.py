@@ -85,8 +85,10 @@ def make_plan(disk: str, workloads: list[str], elevators: list[str], reps: int) 
 
 
 # The runs' marker reads: two 4 KiB blocks per run id in the disk's last
-# 2,048 sectors (testbed/guest/compare.sh), so a boot holds ids 0..127.
-MARKER_SECTORS = 2048
+# 4,096 sectors (testbed/guest/compare.sh; disk.conf says where they
+# start), so a boot holds ids 0..255: a whole comparison of one disk at the
+# defaults is 8 workloads x 6 elevators x 3 repetitions = 144 runs.
+MARKER_SECTORS = 4096
 MAX_RUN_ID = MARKER_SECTORS // 8 // 2 - 1
 
 

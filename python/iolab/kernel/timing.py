@@ -45,17 +45,17 @@ def boot_timing(share: Path) -> list[dict]:
     """Per run of one boot: its workload, elevator, gaps and clock ratio."""
     import numpy as np
 
-    from iolab.kernel.emulog import GAP_PERCENTILES, cut_log
+    from iolab.kernel.emulog import GAP_PERCENTILES, cut_log, marker_sector
     from iolab.kernel.guest import Plan
 
     try:
         plan_lines = [ln.split() for ln in (share / "plan.txt").read_text().splitlines() if ln.strip()]
-        capacity = int((share / "disk.conf").read_text().split()[1]) + 2048
+        marker = marker_sector(share)
         plan = Plan(share.name, [(int(i), wl, el, 0) for i, wl, el in plan_lines])
     except (OSError, ValueError, IndexError) as e:
         raise UserError(f"{share}: not a guest run of `iolab kernel compare` ({e})") from None
     try:
-        cuts = cut_log(share, plan, capacity)
+        cuts = cut_log(share, plan)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         # a log cut short or edited (pandas' parser errors are ValueErrors)
         raise UserError(f"{share / 'emu.csv'}: not an `iolab emu` request log "
@@ -66,7 +66,7 @@ def boot_timing(share: Path) -> list[dict]:
             continue
         c = cuts[rid]
         trace = share / "runs" / f"{rid}.trace"
-        guest = traced_gaps_us(trace, capacity - 2048) if trace.exists() else []
+        guest = traced_gaps_us(trace, marker) if trace.exists() else []
         out.append({
             "guest_gap_pct_us": {str(q): float(np.percentile(guest, q)) for q in GAP_PERCENTILES} if guest else {},
             "guest_mean_gap_us": float(np.mean(guest)) if guest else math.nan,

@@ -153,7 +153,9 @@ def fio_job(mode: str, classes: int, placement: str, capacity: int, device: str 
     the next test when all have ended (IOzone's throughput mode)."""
     size = file_kb * 1024
     starts = file_starts(mode, classes, placement, capacity, file_kb)
-    marker = capacity - 2048
+    from iolab.kernel.guest import MARKER_SECTORS
+
+    marker = capacity - MARKER_SECTORS
     if any(s * SECTOR + size > marker * SECTOR for s in starts):
         raise UserError(f"an IOzone file reaches the marker blocks at sector {marker}")
     lines = [
@@ -250,7 +252,7 @@ def share_out(runs: list[Run], guests: int, seconds: dict[tuple[str, int, str], 
 def write_share(share: Path, plan: KPlan, runs: list[Run], capacity: int, seek: dict[str, int]) -> None:
     """The files guest/compare.sh reads: jobs, plan (with each run's
     tunables file), markers, the module's seek curve."""
-    from iolab.kernel.guest import check_run_ids
+    from iolab.kernel.guest import MARKER_SECTORS, check_run_ids
 
     check_run_ids(r.id for r in runs)
     (share / "jobs").mkdir(parents=True, exist_ok=True)
@@ -263,7 +265,7 @@ def write_share(share: Path, plan: KPlan, runs: list[Run], capacity: int, seek: 
             (share / "tunables" / s.label).write_text("".join(f"{k} {v}\n" for k, v in s.tunables))
     (share / "plan.txt").write_text("".join(
         f"{r.id} {r.job} {r.sched.elevator}" + (f" {r.label}" if r.sched.tunables else "") + "\n" for r in runs))
-    (share / "disk.conf").write_text(f"marker_sector {capacity - 2048}\n")
+    (share / "disk.conf").write_text(f"marker_sector {capacity - MARKER_SECTORS}\n")
     (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in seek.items()))
     (share / "trace.conf").unlink(missing_ok=True)
 

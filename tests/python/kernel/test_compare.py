@@ -165,3 +165,21 @@ def test_trace_names_the_traced_elevators_for_the_guest(tmp_path):
 def test_trace_must_name_a_compared_elevator():
     with pytest.raises(UserError, match="--trace: unknown kyber"):
         compare._list("kyber", ["bfq", "mq-deadline"], "trace")
+
+
+def test_a_whole_comparison_of_one_disk_fits_one_boots_markers(tmp_path):
+    """The defaults (8 workloads x 6 elevators x 3 repetitions) are 144 runs:
+    their markers fit; a boot of more runs than marker blocks is refused
+    before anything is booted, and the markers' place is read back from
+    the boot's disk.conf."""
+    plan = make_plan("hp97560", compare.COMPARED, compare.ELEVATORS, 3)
+    assert len(plan.runs) == 144
+    guest.write_share(tmp_path / "a", plan, 5, 2_600_000, {})
+    assert emulog.marker_sector(tmp_path / "a") == 2_600_000 - guest.MARKER_SECTORS
+    big = make_plan("hp97560", compare.COMPARED, compare.ELEVATORS, 6)
+    with pytest.raises(UserError, match="288 runs in one boot: the marker blocks hold 256"):
+        guest.write_share(tmp_path / "b", big, 5, 2_600_000, {})
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "disk.conf").write_text("capacity 12\n")
+    with pytest.raises(ValueError, match="no `marker_sector N` line"):
+        emulog.marker_sector(tmp_path / "c")

@@ -12,6 +12,7 @@ import pytest
 
 from iolab import _iolab
 from iolab.cli.errors import UserError
+from iolab.kernel.guest import MARKER_SECTORS
 from iolab.paper import wpcas_kernel as wk
 from iolab.paper.wpcas_experiments import iozone_spec, reading
 
@@ -102,7 +103,7 @@ def test_the_share_names_each_runs_elevator_and_wpcas_start_up(tmp_path):
                          "4 iozone-sequential-10 wpcas wpcas-ste"]
     # STE from the first request, as the simulator's wpcas-ste
     assert (tmp_path / "tunables" / "wpcas-ste").read_text() == "min_samples 0\nprior_ps 1\n"
-    assert (tmp_path / "disk.conf").read_text() == f"marker_sector {HP97560_SECTORS - 2048}\n"
+    assert (tmp_path / "disk.conf").read_text() == f"marker_sector {HP97560_SECTORS - MARKER_SECTORS}\n"
     assert sorted(p.name for p in (tmp_path / "jobs").iterdir()) == ["iozone-random-10.fio",
                                                                      "iozone-sequential-10.fio"]
 
@@ -172,7 +173,7 @@ def test_report_from_a_finished_directory(tmp_path, guests, reps):
     groups = wk.share_out(runs, guests, {})
     assert len(groups) == guests
     cap = HP97560_SECTORS
-    marker = cap - 2048
+    marker = cap - MARKER_SECTORS
     for group in groups:
         _write_boot(tmp_path / group[0].share, group, marker)
     meta = {"kernel": "6.1.0-test", "disk": wk.DISK, "plan": wk.asdict(plan), "runs": [wk.asdict(r) for r in runs],
@@ -203,6 +204,7 @@ def _write_boot(share, runs, marker):
     """One guest's emulator log and counters: per run its two markers and
     20 requests whose service time depends on the scheduler."""
     (share / "runs").mkdir(parents=True)
+    (share / "disk.conf").write_text(f"marker_sector {marker}\n")
     cols = "seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns," \
            "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error"
     log, t = [], 0
