@@ -6,18 +6,24 @@ One boot per compared disk (``--calibrate idle``, the default) or one on a
 zero-latency disk (``--calibrate zero``) runs the ``MEASURE`` workloads
 under every compared elevator. Every gap is taken from the emulator's reply
 to the next request's arrival, so whatever the disk's latency, that time is
-the guest's. How the part a process pays between its completion and its
-next request reaches the simulator is the think model (``--think``):
+the guest's. How it reaches the simulator is the think model (``--think``):
 
-* ``mean``: its mean, added to the process's think time;
-* ``samples``: its distribution as the disk saw it (reply to arrival), one
-  draw per think. Under ``-icount`` that carries QEMU's alignment, up to
-  3 ms either way, which the guest's own decisions never see;
-* ``guest``: its distribution by the guest's own clock (the blk tracer in
-  traced copies of the calibration runs, completion to the next request's
-  queueing), shifted to the mean the disk saw in the untraced runs, so the
-  spread is the guest's and the mean is the whole way round (the transit
-  through QEMU and NBD included; the tracer's own cost left out).
+* ``mean``: the gap with 8 requests in flight (the device part) is charged
+  to every request as service, and the rest of a one-process gap, its mean,
+  is added to the process's think time;
+* ``samples``: the same, but the think extra drawn from the gaps as the
+  disk saw them. Under ``-icount`` those carry QEMU's alignment sleeps (the
+  guest's clock may run 3 ms ahead of the host's), a tail the guest's own
+  decisions never see;
+* ``guest``: split where the elevator in the guest splits it. A traced copy
+  of each one-process run gives, by the guest's own clock, the time from a
+  completion to the next request's insertion into the elevator (the blk
+  tracer's C to I): what an anticipating elevator measures as the process's
+  think time, and what the simulator adds to it, drawn from that
+  distribution. The rest of the one-process gap at the disk (untraced: its
+  mean less that time) is the way through the guest's submission, QEMU, NBD
+  and the completion interrupt, which the guest's elevator sees as part of
+  the request's service: the simulator charges it to every request.
 """
 
 from __future__ import annotations
@@ -79,12 +85,13 @@ def measure_host(share: Path) -> dict[str, dict]:
       (GAP_QUANTILES equally likely values; below zero where a gap was
       shorter than the mean device_us).
     * ``think_guest_us[t]``, where the boot has traced copies of the runs:
-      the gaps by the guest's own clock (completion to the next request's
-      queueing, :func:`iolab.kernel.timing.traced_gaps_us`), less their
-      mean, plus ``think_us[t]``; ``guest_gap_us[t]`` their percentiles and
-      mean, ``transit_us[t]`` the traced run's mean gap at the disk less
-      its mean by the guest's clock (QEMU's and NBD's way, the submission
-      after queueing).
+      the gaps from a completion to the next request's insertion by the
+      guest's own clock (:func:`iolab.kernel.timing.traced_gaps_us`, to the
+      tracer's I, or its Q under an elevator that inserts nothing), less
+      ``t``; ``guest_gap_us[t]`` their percentiles and mean;
+      ``guest_device_us[t]`` the untraced run's mean gap at the disk less
+      that mean, and ``guest_device_us["mean"]`` over the think times: what
+      the ``guest`` model charges to every request.
 
     A traced run costs the guest the tracer's time, so the means always
     come from the untraced runs when there are any.
@@ -102,17 +109,17 @@ def measure_host(share: Path) -> dict[str, dict]:
             by.setdefault((el, wl), {"plain": [], "traced": []})[kind].append(rid)
     gap: dict[tuple[str, str], float] = {}
     quantiles: dict[tuple[str, str], list[float]] = {}
-    guest: dict[tuple[str, str], tuple[list[float], float]] = {}
+    guest: dict[tuple[str, str], list[float]] = {}
     for key, kinds in by.items():
         # the disk's view from untraced runs (all runs, if every one was traced)
         rid = (kinds["plain"] or kinds["traced"])[0]
         gap[key] = cuts[rid]["mean_gap_us"]
         quantiles[key] = cuts[rid].get("gap_quantiles_us", [])
         if kinds["traced"]:
-            t_rid = kinds["traced"][0]
-            g = traced_gaps_us(share / "runs" / f"{t_rid}.trace", marker, to="Q")
+            path = share / "runs" / f"{kinds['traced'][0]}.trace"
+            g = traced_gaps_us(path, marker, to="I") or traced_gaps_us(path, marker, to="Q")
             if g:
-                guest[key] = (g, cuts[t_rid]["mean_gap_us"])
+                guest[key] = g
     out = {}
     for el in sorted({el for el, _ in gap}):
         dev = gap.get((el, "zlaio8"), math.nan)
@@ -122,38 +129,45 @@ def measure_host(share: Path) -> dict[str, dict]:
              "think_samples_us": {str(t): [q - t * 1000 - dev for q in quantiles[(el, f"zlt{t}")]]
                                   for t in ts if quantiles[(el, f"zlt{t}")] and not math.isnan(dev)},
              "one_process_gap_us": {str(t): gap[(el, f"zlt{t}")] for t in ts}}
-        g_ts = [t for t in ts if (el, f"zlt{t}") in guest and not math.isnan(dev)]
+        g_ts = [t for t in ts if (el, f"zlt{t}") in guest]
         if g_ts:
             import numpy as np
 
-            h["think_guest_us"], h["guest_gap_us"], h["transit_us"] = {}, {}, {}
+            h["think_guest_us"], h["guest_gap_us"], h["guest_device_us"] = {}, {}, {}
             for t in g_ts:
-                g, disk_mean = guest[(el, f"zlt{t}")]
+                g = guest[(el, f"zlt{t}")]
                 m = float(np.mean(g))
-                h["think_guest_us"][str(t)] = [q - m + think[t] for q in _quantiles(g)]
+                h["think_guest_us"][str(t)] = [q - t * 1000 for q in _quantiles(g)]
                 h["guest_gap_us"][str(t)] = {**{str(q): float(np.percentile(g, q)) for q in GAP_PERCENTILES},
                                              "mean": m, "n": len(g)}
-                h["transit_us"][str(t)] = disk_mean - m
+                h["guest_device_us"][str(t)] = gap[(el, f"zlt{t}")] - m
+            h["guest_device_us"]["mean"] = float(np.mean([h["guest_device_us"][str(t)] for t in g_ts]))
         out[el] = h
     return out
 
 
-def think_extras(host: dict | None, think_model: str) -> dict[float, float | list[float]]:
-    """What the simulator adds to a process's think time (ms), by think
-    time: the mean, or the distribution the think model names. A draw below
-    zero, a gap shorter than the mean device time, is taken as zero."""
+def sim_inputs(host: dict | None, think_model: str) -> tuple[float, dict[float, float | list[float]]]:
+    """What the simulator is given of the guest's time: the µs charged to
+    every request as service, and what is added to a process's think time
+    (ms), by think time: the mean, or the distribution the think model
+    names. A draw below zero, a gap shorter than the mean device time, is
+    taken as zero."""
     if not host:
-        return {}
+        return 0.0, {}
+    dev = host.get("device_us", 0.0)
     extra: dict[float, float | list[float]] = {
         float(t): max(v, 0.0) / 1000 for t, v in host.get("think_us", {}).items() if not math.isnan(v)}
-    key = {"samples": "think_samples_us", "guest": "think_guest_us"}.get(think_model)
-    if key:
-        given = host.get(key, {})
-        if think_model == "guest" and not given:
+    if think_model == "samples":
+        extra.update({float(t): [max(x, 0.0) / 1000 for x in v]
+                      for t, v in host.get("think_samples_us", {}).items() if v})
+    elif think_model == "guest":
+        given = host.get("think_guest_us", {})
+        if not given:
             raise UserError("--think guest: the calibration has no traced runs (calibrate again with "
                             "--think guest, which traces a copy of each one-process run)")
-        extra.update({float(t): [max(x, 0.0) / 1000 for x in v] for t, v in given.items() if v})
-    return extra
+        dev = host.get("guest_device_us", {}).get("mean", dev)
+        extra = {float(t): [max(x, 0.0) / 1000 for x in v] for t, v in given.items() if v}
+    return (0.0 if math.isnan(dev) else max(dev, 0.0)), extra
 
 
 def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
@@ -192,8 +206,8 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
 
 def device_us(meta: dict, disk: str, elevator: str) -> float:
     """The guest's time per request the simulator charged as service (µs)."""
-    dev = host_of(meta, disk).get(elevator, {}).get("device_us", 0.0)
-    return 0.0 if not isinstance(dev, (int, float)) or math.isnan(dev) else max(dev, 0.0)
+    dev, _ = sim_inputs(host_of(meta, disk).get(elevator), meta.get("think_model", "mean"))
+    return dev
 
 
 def host_of(meta: dict, disk: str) -> dict[str, dict]:

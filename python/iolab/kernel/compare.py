@@ -32,7 +32,7 @@ from pathlib import Path
 from iolab.cli.errors import UserError
 from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
-from iolab.kernel.calibration import THINK_MODELS, calibrate, device_us, host_of, measure_host, think_extras
+from iolab.kernel.calibration import THINK_MODELS, calibrate, device_us, host_of, measure_host, sim_inputs
 from iolab.kernel.emulog import CLOCK_TOLERANCE, cut_log, mean_of_cuts
 from iolab.kernel.guest import (MAX_GUESTS, Plan, capacity_sectors, check_run_ids, fio_summary, make_plan, run_disk,
                                 run_side_by_side, stats_file)
@@ -158,12 +158,10 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
     distribution each think is drawn from (``samples``, ``guest``:
     :func:`iolab.kernel.calibration.think_extras`)."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
-    disk_tbl = {"preset": disk, "queue_depth": 1}
+    disk_tbl: dict = {"preset": disk, "queue_depth": 1}
+    dev, extra = sim_inputs(host, think_model)
     if host:
-        dev = host.get("device_us", 0.0)
-        if not math.isnan(dev):
-            disk_tbl["host_overhead_us"] = round(max(dev, 0.0), 3)
-    extra = think_extras(host, think_model)
+        disk_tbl["host_overhead_us"] = round(dev, 3)
     sched = {"name": name, "label": elevator}
     if elevator in BUILTIN and elevator != "none":
         # As in the guest: the tag pool is not the limit (none's tags are
@@ -318,23 +316,24 @@ THINK_TEXT = {
 
 def guest_clock_table(meta: dict) -> list[str]:
     """The traced calibration runs' gaps by the guest's clock (completion to
-    the next request's queueing), with the transit the disk saw on top."""
-    rows = [(disk, el, t, g, h.get("transit_us", {}).get(t, math.nan))
+    the next request's insertion), and the rest of the gap at the disk."""
+    rows = [(disk, el, t, g, h.get("guest_device_us", {}).get(t, math.nan))
             for disk in meta["disks"] for el, h in host_of(meta, disk).items()
             for t, g in sorted(h.get("guest_gap_us", {}).items())]
     if not rows:
         return []
     return [
         "The one-process calibration runs by the guest's own clock (traced copies; µs from a completion "
-        "to the next request's queueing, less the think time, as the simulator gets them before the shift "
-        "to the disk's mean; `transit`: the traced run's mean gap at the disk less its mean by the guest's "
-        "clock):",
+        "to the next request's insertion into the elevator, less the think time: the think extra of "
+        "`--think guest`), and `rest`, the untraced run's mean gap at the disk less that mean (the way "
+        "through the guest's submission, QEMU, NBD and the interrupt; `--think guest` charges the mean of "
+        "the three to every request):",
         "",
-        "| disk | elevator | think ms | n | p10 | p50 | p90 | p99 | mean | transit |",
+        "| disk | elevator | think ms | n | p10 | p50 | p90 | p99 | mean | rest |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *[f"| {disk} | {el} | {t} | {g['n']} | "
           + " | ".join(f"{g[str(q)] - float(t) * 1000:.0f}" for q in (10, 50, 90, 99))
-          + f" | {g['mean'] - float(t) * 1000:.0f} | {tr:.0f} |" for disk, el, t, g, tr in rows],
+          + f" | {g['mean'] - float(t) * 1000:.0f} | {rest:.0f} |" for disk, el, t, g, rest in rows],
         "",
     ]
 

@@ -134,9 +134,9 @@ def _host(path: Path, field: str, host: Any) -> None:
                     for v in samples.values()) or not set(samples) <= set(think):
                 raise _bad(path, f"{field}.{el}.{key}",
                            "lists of µs (at most 10,000) for the think times of think_us", "…")
-        transit = h.get("transit_us", {})
-        if not isinstance(transit, dict) or not all(_number(v) for v in transit.values()):
-            raise _bad(path, f"{field}.{el}.transit_us", "an object of µs by think time", transit)
+        rest = h.get("guest_device_us", {})
+        if not isinstance(rest, dict) or not all(_number(v) for v in rest.values()):
+            raise _bad(path, f"{field}.{el}.guest_device_us", "an object of µs by think time", rest)
         gaps = h.get("guest_gap_us", {})
         wanted = {"10", "50", "90", "99", "mean", "n"}
         if not isinstance(gaps, dict) or not set(gaps) <= set(think) or not all(

@@ -192,33 +192,57 @@ def _calibration_boot(d, runs):
     (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
 
 
-def test_guest_think_model_keeps_the_guest_clocks_spread_at_the_disks_mean(tmp_path):
-    """The untraced zlt0 run says the mean (500 µs at the disk, less 200 µs
-    of device time: 300); its traced copy, slower at the disk (1,000 µs),
-    gives the spread by the guest's clock (700/900 µs C->Q, mean 800): the
-    samples are 200 and 400 µs, centred on 300, not the disk's 200..400
-    of the untraced run nor the traced run's inflated mean."""
+def test_guest_think_model_splits_the_gap_where_the_guests_elevator_does(tmp_path):
+    """The untraced zlt0 run's mean gap at the disk is about 2,500 µs; its
+    traced copy gives, by the guest's clock, 700 or 900 µs from each
+    completion to the next request (mean 800 µs; the synthetic trace has no
+    insertion, so its queueing stands in): the think extras are those gaps,
+    and what the guest model charges to every request is the disk's mean
+    gap less the guest's."""
     d = tmp_path / "cal"
-    _calibration_boot(d, [("zlt0", "anticipatory", [400_000, 600_000] * 20, None),
+    _calibration_boot(d, [("zlt0", "anticipatory", [2_400_000, 2_600_000] * 20, None),
                           ("zlaio8", "anticipatory", [200_000] * 40, None),
                           ("zlt0", "anticipatory", [1_000_000] * 40, [700, 900] * 20)])
     host = calibration.measure_host(d)["anticipatory"]
-    assert host["think_us"]["0"] == pytest.approx(300.0, rel=0.01)
     g = host["think_guest_us"]["0"]
     assert len(g) == emulog.GAP_QUANTILES
-    # (the untraced run's 39 gaps between its 40 requests: 20 of 600 µs, 19 of 400)
-    think = host["think_us"]["0"]
-    assert sum(g) / len(g) == pytest.approx(think)
-    assert min(g) == pytest.approx(think - 100) and max(g) == pytest.approx(think + 100)
+    assert sum(g) / len(g) == pytest.approx(800.0)
+    assert min(g) == pytest.approx(700.0) and max(g) == pytest.approx(900.0)
     assert host["guest_gap_us"]["0"]["mean"] == pytest.approx(800.0)
     assert host["guest_gap_us"]["0"]["n"] == 40
-    # the traced run's disk-side mean gap less the guest's own
-    assert host["transit_us"]["0"] == pytest.approx(1_000.0 - 800.0, rel=0.01)
+    # (the untraced run's 39 gaps between its 40 requests: 20 of 2,600 µs, 19 of 2,400)
+    disk_mean = (20 * 2_600 + 19 * 2_400) / 39
+    assert host["guest_device_us"]["0"] == pytest.approx(disk_mean - 800.0)
+    assert host["guest_device_us"]["mean"] == pytest.approx(disk_mean - 800.0)
+    dev, extra = calibration.sim_inputs(host, "guest")
+    assert dev == pytest.approx(disk_mean - 800.0)
+    assert extra[0.0] == pytest.approx([x / 1000 for x in g])
+    # the mean model keeps the 8-in-flight device part
+    assert calibration.sim_inputs(host, "mean")[0] == pytest.approx(200.0)
     spec, _ = compare.sim_spec("hp97560", compare.WORKLOADS["seqreaders"], "anticipatory", 10, 1,
                                {"device_us": 200.0, "think_us": {"2": 300.0},
-                                "think_guest_us": {"2": [-100.0, 500.0]}}, "guest")
-    # a draw below zero is taken as zero
+                                "think_guest_us": {"2": [-100.0, 500.0]},
+                                "guest_device_us": {"2": 1500.0, "mean": 1500.0}}, "guest")
+    # a draw below zero is taken as zero; the guest model's charge per request
     assert spec["workload"]["group"][0]["think"] == {"dist": "samples", "ms": [2.0, 2.5]}
+    assert spec["disk"]["host_overhead_us"] == 1500.0
+
+
+def test_the_guest_clock_gap_ends_at_the_insertion_and_falls_back_to_queueing(tmp_path):
+    lines = [
+        "         fio-127      [000] d.h2.   10.000000: 254,0    C  RS 100 + 8 [0]",
+        "         fio-127      [000] d..1.   10.000600: 254,0    Q  RS 108 + 8 [fio]",
+        "         fio-127      [000] d..2.   10.000800: 254,0    I  RS 108 + 8 [fio]",
+        "    kworker/0:1H-39      [000] d..1.   10.001200: 254,0    D  RS 108 + 8 [kw]",
+    ]
+    f = tmp_path / "0.trace"
+    f.write_text("\n".join(lines) + "\n")
+    assert timing.traced_gaps_us(f, to="I") == pytest.approx([800.0])
+    assert timing.traced_gaps_us(f, to="Q") == pytest.approx([600.0])
+    assert timing.traced_gaps_us(f) == pytest.approx([1_200.0])
+    # under none nothing is inserted: I gives nothing, and Q is taken instead
+    f.write_text("\n".join(x for x in lines if " I " not in x) + "\n")
+    assert timing.traced_gaps_us(f, to="I") == []
 
 
 def test_guest_think_model_without_traced_runs_is_refused(tmp_path):
@@ -228,7 +252,7 @@ def test_guest_think_model_without_traced_runs_is_refused(tmp_path):
     host = calibration.measure_host(d)["anticipatory"]
     assert "think_guest_us" not in host
     with pytest.raises(UserError, match="--think guest: the calibration has no traced runs"):
-        calibration.think_extras(host, "guest")
+        calibration.sim_inputs(host, "guest")
 
 
 def test_the_guest_think_model_traces_a_copy_of_each_one_process_run(tmp_path):
