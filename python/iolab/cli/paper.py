@@ -39,6 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--guests", type=positive_int, default=1, metavar="N",
                    help="boot N guests side by side, each with its own emulated disk, and share the runs "
                         "out among them by whole repetitions of an experiment (default 1; at most 8)")
+    k.add_argument("--calibration", metavar="DIR",
+                   help="a calibration boot of `iolab kernel compare --think guest` on hp97560 "
+                        "(DIR/calibration-hp97560): the simulator runs again paying the guest's time per "
+                        "request it measured (with --from: added to a finished run)")
+    k.add_argument("--no-calibration", action="store_true",
+                   help="boot no calibration guest beside the runs (by default one measures the guest's "
+                        "time per request under each elevator, for the simulator's third side)")
     k.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     k.add_argument("--from", dest="source", metavar="DIR",
                    help="with --kernel: boot nothing, decide the claims and write the report again from DIR")
@@ -82,7 +89,7 @@ def cmd_wpcas(args) -> int:
 
 def _classes(value: str | None) -> list[int] | None:
     from iolab.cli.errors import UserError
-    from iolab.paper.wpcas_kernel import CLASS_COUNTS
+    from iolab.paper.wpcas_kernel_plan import CLASS_COUNTS
 
     if value is None:
         return None
@@ -103,29 +110,36 @@ def cmd_wpcas_kernel(args) -> int:
     from iolab.kernel.guest import MAX_GUESTS
     from iolab.kernel.testbed import MAX_ICOUNT_SHIFT
     from iolab.paper import wpcas_kernel
+    from iolab.paper.wpcas_kernel_plan import FILE_KB, RECORD_KB
 
     if args.source:
         if not args.kernel:
             raise UserError("--from DIR re-reads a --kernel run: give --kernel too")
+        if args.calibration:
+            wpcas_kernel.resim_guest(Path(args.source), Path(args.calibration))
         result = wpcas_kernel.analyse(Path(args.source))
         out = args.source
     else:
         if not -1 <= args.icount <= MAX_ICOUNT_SHIFT:
             raise UserError(f"--icount: {args.icount} is outside -1..{MAX_ICOUNT_SHIFT} (-1: off)")
-        if args.file_kib % wpcas_kernel.RECORD_KB or args.file_kib > wpcas_kernel.FILE_KB:
-            raise UserError(f"--file-kib: {args.file_kib} is not a multiple of the {wpcas_kernel.RECORD_KB} KiB "
-                            f"record up to {wpcas_kernel.FILE_KB}")
+        if args.file_kib % RECORD_KB or args.file_kib > FILE_KB:
+            raise UserError(f"--file-kib: {args.file_kib} is not a multiple of the {RECORD_KB} KiB "
+                            f"record up to {FILE_KB}")
         if args.guests > MAX_GUESTS:
             raise UserError(f"--guests: {args.guests} is more than {MAX_GUESTS} guests side by side")
         out = args.output if args.output != "paper-wpcas" else "paper-wpcas-kernel"
         result = wpcas_kernel.run(args.quick, Path(out), reps=args.reps, classes=_classes(args.classes),
                                   placement=args.placement, icount=None if args.icount < 0 else args.icount,
-                                  repo=args.repo, guests=args.guests, file_kb=args.file_kib)
+                                  repo=args.repo, guests=args.guests, file_kb=args.file_kib,
+                                  calibrate=not args.no_calibration,
+                                  calibration=Path(args.calibration) if args.calibration else None)
     t = Table(title="WPCAS paper, IOzone: the kernel's verdicts beside the simulator's")
-    for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator"):
+    guest = any(r.sim_guest for r in result)
+    for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator", *(["simulator+guest"] if guest else [])):
         t.add_column(col, overflow="fold")
     for r in result:
-        t.add_row(r.claim, r.startup, r.paper, wpcas_kernel.shown(r.kernel), wpcas_kernel.shown(r.sim))
+        t.add_row(r.claim, r.startup, r.paper, wpcas_kernel.shown(r.kernel), wpcas_kernel.shown(r.sim),
+                  *([wpcas_kernel.shown(r.sim_guest) if r.sim_guest else "-"] if guest else []))
     Console().print(t)
     print(f"report: {out}/report.md (and report.html, paper-wpcas-kernel.json, meta.json, the guest's runs)")
     return 0

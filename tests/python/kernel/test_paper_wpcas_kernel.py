@@ -14,7 +14,11 @@ from iolab import _iolab
 from iolab.cli.errors import UserError
 from iolab.kernel.guest import MARKER_SECTORS
 from iolab.paper import wpcas_kernel as wk
+from iolab.paper import wpcas_kernel_plan as wkp
+from iolab.paper import wpcas_kernel_sim as wks
 from iolab.paper.wpcas_experiments import iozone_spec, reading
+
+from .emulogs import calibration_boot
 
 HP97560_SECTORS = 2684016
 
@@ -35,11 +39,11 @@ def sections(text: str) -> list[dict[str, str]]:
 @pytest.mark.parametrize("mode", ["sequential", "random"])
 def test_every_test_of_every_process_is_on_the_simulators_file(placement, mode):
     classes = 10
-    w = wk.workload(mode, classes, placement)
+    w = wkp.workload(mode, classes, placement)
     # the simulator's own placement of this very workload
     starts = _iolab.iozone_file_starts(json.dumps(w), HP97560_SECTORS)
-    secs = sections(wk.fio_job(mode, classes, placement, HP97560_SECTORS))
-    tests = wk.TESTS[mode]
+    secs = sections(wkp.fio_job(mode, classes, placement, HP97560_SECTORS))
+    tests = wkp.TESTS[mode]
     assert len(secs) == classes * len(tests)
     for t, (_, rw) in enumerate(tests):
         phase = secs[t * classes:(t + 1) * classes]
@@ -56,9 +60,9 @@ def test_every_test_of_every_process_is_on_the_simulators_file(placement, mode):
 
 def test_the_workload_is_iolab_paper_wpcas_s_own():
     for placement, name in wk.PLACEMENTS.items():
-        for mode in wk.MODES:
-            assert wk.workload(mode, 40, placement) == iozone_spec(reading(name), mode, 40, 1)["workload"]
-    text = wk.fio_job("random", 10, "packed", HP97560_SECTORS)
+        for mode in wkp.MODES:
+            assert wkp.workload(mode, 40, placement) == iozone_spec(reading(name), mode, 40, 1)["workload"]
+    text = wkp.fio_job("random", 10, "packed", HP97560_SECTORS)
     for option in ("direct=1", "ioengine=psync", "bs=4k", f"size={512 * 1024}", "norandommap=1",
                    "filename=/dev/vda"):
         assert option in text.splitlines()
@@ -66,14 +70,14 @@ def test_the_workload_is_iolab_paper_wpcas_s_own():
 
 def test_placement_errors_are_user_errors():
     with pytest.raises(UserError, match="hp97560"):
-        wk.file_starts("sequential", 10, "packed", 1000)
+        wkp.file_starts("sequential", 10, "packed", 1000)
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is installed by make deps")
 @pytest.mark.parametrize("mode", ["sequential", "random"])
 def test_fio_accepts_the_jobs(tmp_path, mode):
     job = tmp_path / "iozone.fio"
-    job.write_text(wk.fio_job(mode, 80, "packed", HP97560_SECTORS, device=str(tmp_path / "disk")))
+    job.write_text(wkp.fio_job(mode, 80, "packed", HP97560_SECTORS, device=str(tmp_path / "disk")))
     r = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
@@ -109,7 +113,7 @@ def test_the_share_names_each_runs_elevator_and_wpcas_start_up(tmp_path):
 
 
 def test_simulator_side_runs_the_kernel_s_schedulers():
-    spec = wk.sim_spec("sequential", 10, wk.plan_for(True))
+    spec = wks.sim_spec("sequential", 10, wk.plan_for(True))
     assert [s["label"] for s in spec["scheduler"]] == [s.label for s in wk.SCHEDULERS]
     assert [s["name"] for s in spec["scheduler"]] == ["none", "mq-deadline", "as", "wpcas", "wpcas"]
     assert spec["scheduler"][4]["min_samples"] == 0 and spec["scheduler"][4]["prior_ps"] == 1.0
@@ -123,7 +127,7 @@ def synthetic(side: str, reps: int, gain: float, noise: float, seed: int = 1) ->
     per repetition for every scheduler (paired), a little of its own."""
     rng = np.random.default_rng(seed)
     rows = []
-    for mode in wk.MODES:
+    for mode in wkp.MODES:
         for c in (10, 40):
             for rep in range(reps):
                 base = 0.30 * (1 + rng.normal(0, noise))
@@ -230,8 +234,8 @@ def test_runs_are_shared_out_by_whole_repetitions_of_an_experiment():
     plan = wk.plan_for(False, guests=4)
     runs = wk.make_runs(plan)
     # the simulator's run lengths: a sequential 80-class run is the longest
-    secs = {(m, c, s.label): (4.0 if m == "sequential" else 2.0) * c for m in wk.MODES
-            for c in wk.CLASS_COUNTS for s in wk.SCHEDULERS}
+    secs = {(m, c, s.label): (4.0 if m == "sequential" else 2.0) * c for m in wkp.MODES
+            for c in wkp.CLASS_COUNTS for s in wk.SCHEDULERS}
     groups = wk.share_out(runs, 4, secs)
     assert len(groups) == 4 and sorted(r.id for g in groups for r in g) == [r.id for r in runs]
     assert [g[0].share for g in groups] == [f"{wk.DISK}-g{i}" for i in range(1, 5)]
@@ -277,12 +281,61 @@ def test_a_damaged_directory_is_one_clear_error(tmp_path):
 
 def test_a_scaled_down_file_is_the_same_on_both_sides():
     plan = wk.plan_for(True, file_kb=64)
-    spec = wk.sim_spec("sequential", 10, plan)
+    spec = wks.sim_spec("sequential", 10, plan)
     assert spec["workload"]["file_kb"] == 64
     starts = _iolab.iozone_file_starts(json.dumps(spec["workload"]), HP97560_SECTORS)
-    text = wk.fio_job("sequential", 10, "packed", HP97560_SECTORS, file_kb=64)
+    text = wkp.fio_job("sequential", 10, "packed", HP97560_SECTORS, file_kb=64)
     assert "size=65536" in text
     assert [int(s["offset"]) for s in sections(text)[:10]] == [s * 512 for s in starts]
     # packed 64 KiB files lie 128 sectors apart
     assert starts == [i * 128 for i in range(10)]
     assert wk.expected_requests("sequential", 10, 64) == 10 * 4 * 16
+
+
+def test_the_simulator_pays_the_guests_time_of_a_calibration_boot(tmp_path):
+    """A calibration boot with traced copies for every elevator the paper
+    maps to: the simulator runs once more per scheduler, each charged its
+    elevator's time per request and given its completion-to-insertion
+    distribution as CPU time; the report grows a third column."""
+    cal = tmp_path / "cal"
+    runs = []
+    for el, rest_ns, guest_us in (("none", 2_000_000, 300), ("mq-deadline", 3_000_000, 600),
+                                  ("anticipatory", 3_000_000, 700), ("wpcas", 3_000_000, 800)):
+        runs += [("zlt0", el, [rest_ns] * 20, None), ("zlaio8", el, [1_000_000] * 20, None),
+                 ("zlt0", el, [rest_ns] * 20, [guest_us] * 20)]
+    calibration_boot(cal, runs)
+    host = wks.guest_time(cal)
+    assert host["none"]["guest_device_us"]["mean"] == pytest.approx(2_000 - 300)
+    plan = wk.plan_for(True, classes=[10])
+    plan.modes = ("random",)
+    specs = wks.with_guest_time(wks.sim_spec("random", 10, plan), host)
+    assert [s["scheduler"][0]["label"] for s in specs] == [s.label for s in wk.SCHEDULERS]
+    by = {s["scheduler"][0]["label"]: s for s in specs}
+    assert by["deadline"]["disk"]["host_overhead_us"] == pytest.approx(3_000 - 600)
+    assert by["wpcas-ste"]["workload"]["cpu"] == {"dist": "samples", "ms": [0.8] * 100}
+    # a finished run gets the third side from --from DIR --calibration CAL
+    runs_k = wk.make_runs(plan)
+    _write_boot(tmp_path / wk.DISK, runs_k, HP97560_SECTORS - MARKER_SECTORS)
+    meta = {"kernel": "6.1.0-test", "disk": wk.DISK, "plan": wk.asdict(plan),
+            "runs": [wk.asdict(r) for r in runs_k], "capacity": HP97560_SECTORS, "quick": True, "wall_s": 1.0}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    wk.run_sim(plan, tmp_path)
+    wk.resim_guest(tmp_path, cal)
+    result = wk.analyse(tmp_path)
+    assert all(r.sim_guest is not None for r in result)
+    doc = json.loads((tmp_path / "paper-wpcas-kernel.json").read_text())
+    guest = [r for r in doc["runs"] if r["side"] == "simulator+guest"]
+    plain = [r for r in doc["runs"] if r["side"] == "simulator"]
+    assert len(guest) == len(plain)
+    mean = {side: np.mean([r["throughput_mb_s"] for r in rows]) for side, rows in (("g", guest), ("p", plain))}
+    assert mean["g"] < mean["p"]  # paying the guest's time costs throughput
+    assert "simulator+guest" in (tmp_path / "report.md").read_text()
+
+
+def test_a_calibration_without_every_elevator_traced_is_refused(tmp_path):
+    cal = tmp_path / "cal"
+    calibration_boot(cal, [("zlt0", "none", [1_000_000] * 5, [300] * 5), ("zlaio8", "none", [1_000_000] * 5, None)])
+    with pytest.raises(UserError, match="no traced calibration of anticipatory, mq-deadline, wpcas"):
+        wks.guest_time(cal)
+    with pytest.raises(UserError, match="not a calibration boot"):
+        wks.guest_time(tmp_path)

@@ -11,10 +11,9 @@ from iolab.kernel import calibration, compare, emulog, timing
 from iolab.kernel.emulog import cut_log
 from iolab.kernel.guest import Plan
 
-COLS = ("seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns,"
-        "service_ns,seek_ns,rotation_ns,transfer_ns,overhead_ns,seek_cylinders,cache,error")
-CAP = 10_000
-MARK = CAP - 2048
+from .emulogs import CAP, COLS, MARK
+from .emulogs import calibration_boot as _calibration_boot
+
 
 
 def _boot(d, gaps_ns, guest_stretch=1.0):
@@ -156,40 +155,6 @@ def test_a_damaged_emulator_log_is_one_clear_error(tmp_path, log):
     (d / "emu.csv").write_text(log)
     with pytest.raises(UserError, match="emu.csv: not an `iolab emu` request log"):
         timing.run_timing(argparse.Namespace(dir=str(tmp_path), json=None))
-
-
-def _calibration_boot(d, runs):
-    """A calibration boot: ``runs`` is a list of (workload, elevator, disk
-    gaps in ns, guest C->Q gaps in µs or None); a run with guest gaps has a
-    trace file, as a traced copy has."""
-    d.mkdir()
-    (d / "runs").mkdir()
-    rows = []
-
-    def rq(sector, arrival):
-        rows.append(f"{len(rows)},1,read,,{sector * 512},4096,{sector},8,{arrival},{arrival},"
-                    f"{arrival + 1_000},{arrival + 1_000},1000,0,0,0,0,0,miss,")
-        return arrival + 1_000
-
-    t = 0
-    for rid, (_, _, gaps, guest_gaps) in enumerate(runs):
-        t = rq(MARK + 16 * rid, t + 1_000)
-        for g in gaps:
-            t = rq(100, t + g)
-        t = rq(MARK + 16 * rid + 8, t + 1_000)
-        if guest_gaps is not None:
-            lines, now = [], 10.0
-            for g in guest_gaps:
-                lines.append(f"         fio-127      [000] d.h2.   {now:.6f}: 254,0    C  RS 100 + 8 [0]")
-                now += g / 1e6
-                lines.append(f"         fio-127      [000] d..1.   {now:.6f}: 254,0    Q  RS 108 + 8 [fio]")
-                now += 0.000300
-                lines.append(f"    kworker/0:1H-39      [000] d..1.   {now:.6f}: 254,0    D  RS 108 + 8 [kw]")
-                now += 0.001
-            (d / "runs" / f"{rid}.trace").write_text("\n".join(lines) + "\n")
-    (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
-    (d / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, (wl, el, _, _) in enumerate(runs)))
-    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
 
 
 def test_guest_think_model_splits_the_gap_where_the_guests_elevator_does(tmp_path):
