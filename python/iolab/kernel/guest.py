@@ -196,35 +196,61 @@ MAX_GUESTS = 8
 def run_side_by_side(tasks: list, what: str) -> list:
     """Run each of ``tasks`` (callables, one guest boot each) in a thread of
     its own and wait for all; their results in order. The first failure is
-    raised once every boot has ended, so that no guest is left running."""
+    raised once every boot has ended, so that no guest is left running; on
+    Ctrl-C (or SIGTERM) every boot still running is stopped, and each
+    task's own clean-up (its emulator) runs before this returns, within
+    testbed.STOP_GRACE_S and a few seconds."""
     import threading
 
-    if len(tasks) == 1:
-        return [tasks[0]()]
-    results: list = [None] * len(tasks)
-    errors: list[BaseException | None] = [None] * len(tasks)
-    done = threading.Event()
-    left = [len(tasks)]
-    lock = threading.Lock()
+    with _terminate_as_interrupt():
+        if len(tasks) == 1:
+            return [tasks[0]()]
+        results: list = [None] * len(tasks)
+        errors: list[BaseException | None] = [None] * len(tasks)
 
-    def work(i: int) -> None:
+        def work(i: int) -> None:
+            try:
+                results[i] = tasks[i]()
+            except BaseException as e:  # noqa: B036 - handed to the caller below
+                errors[i] = e
+
+        threads = [threading.Thread(target=work, args=(i,), name=f"{what}-{i}", daemon=True)
+                   for i in range(len(tasks))]
+        for t in threads:
+            t.start()
         try:
-            results[i] = tasks[i]()
-        except BaseException as e:  # noqa: B036 - handed to the caller below
-            errors[i] = e
-        finally:
-            with lock:
-                left[0] -= 1
-                if left[0] == 0:
-                    done.set()
+            for t in threads:
+                # a timed join: Ctrl-C reaches this thread between the waits
+                while t.is_alive():
+                    t.join(0.5)
+        except BaseException:
+            testbed.stop_all()
+            for t in threads:
+                t.join(testbed.STOP_GRACE_S + 150)  # the emulator's own stop is bounded (Emulator.stop)
+            raise
+        for e in errors:
+            if e is not None:
+                raise e
+        return results
 
-    threads = [threading.Thread(target=work, args=(i,), name=f"{what}-{i}", daemon=True) for i in range(len(tasks))]
-    for t in threads:
-        t.start()
-    # an Event's wait, not join(): Ctrl-C reaches the main thread at once
-    # (and reaches each QEMU and emulator through the terminal's process group)
-    done.wait()
-    for e in errors:
-        if e is not None:
-            raise e
-    return results
+
+class _terminate_as_interrupt:
+    """While guests run, SIGTERM (a CI timeout, `kill`) stops them as Ctrl-C
+    does, instead of leaving QEMU and the emulators behind."""
+
+    def __enter__(self):
+        import threading
+
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+        return False
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")

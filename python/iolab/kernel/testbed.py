@@ -10,7 +10,9 @@ are not part of the Python package.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,12 +145,55 @@ def boot(repo: Path, out: Path, job: str, args: list[str], *, disk: Path | None 
     if nbd is not None:
         cmd += ["--nbd", str(nbd)]
     cmd += [job, *args]
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # run.sh, its `timeout` and QEMU in a process group of their own, so
+    # that stopping a boot (Ctrl-C, SIGTERM, a failure beside it) stops
+    # every one of them, not only the shell (stop_all)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        _, stderr = proc.communicate()
+    except BaseException:
+        _stop(proc)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     fails_file = out / "failures"
     failures = fails_file.read_text().splitlines() if fails_file.exists() else []
     if proc.returncode != 0 and not failures:
-        failures = [proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "run.sh failed"]
+        failures = [stderr.strip().splitlines()[-1] if stderr.strip() else "run.sh failed"]
     return GuestRun(out=out, ok=proc.returncode == 0 and not failures, failures=failures)
+
+
+# The boots running now (each its run.sh's process group), for stop_all.
+_LIVE: set[subprocess.Popen] = set()
+_LIVE_LOCK = threading.Lock()
+# How long a stopped boot's QEMU gets to go before it is killed.
+STOP_GRACE_S = 20
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the boot's whole process group, SIGKILL after the grace."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def stop_all() -> None:
+    """Stop every boot still running (guests side by side, on Ctrl-C)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _stop(proc)
 
 
 def _run(cmd: list[str], stdout=None) -> None:

@@ -51,7 +51,7 @@ def boot_timing(share: Path) -> list[dict]:
     try:
         plan_lines = [ln.split() for ln in (share / "plan.txt").read_text().splitlines() if ln.strip()]
         marker = marker_sector(share)
-        plan = Plan(share.name, [(int(i), wl, el, 0) for i, wl, el in plan_lines])
+        plan = Plan(share.name, [(int(i), wl, el, 0) for i, wl, el, *_ in plan_lines])
     except (OSError, ValueError, IndexError) as e:
         raise UserError(f"{share}: not a guest run of `iolab kernel compare` ({e})") from None
     try:
