@@ -5,7 +5,8 @@
 # defects, stress, 50 switches under load, rmmod). Any failure, warning,
 # oops, lockdep report or hung task fails it. Then a short `iolab kernel
 # compare` on an emulated HP 97560 (iolab emu), end to end: guest,
-# simulator, report. A researcher's elevator goes the whole way too: `iolab
+# simulator, report; beside it the WPCAS paper's IOzone experiments on the
+# kernel at CI scale. A researcher's elevator goes the whole way too: `iolab
 # elevator new` writes one into a copy of kernel/, which is built and
 # checked here, booted and run in the guest with the others, and compared
 # (the simulator compiles it at first use).
@@ -54,9 +55,30 @@ truncate -s 1G "$disk"
 # The comparison pipeline on an emulated disk: sequential readers under
 # none, bfq, kyber, the two elevators and the scaffold, 4 s each; the report
 # must have every row, and AS must have anticipated on the kernel side.
+# Beside it, in a guest of its own, the WPCAS paper's IOzone experiments on
+# the kernel scaled down for CI (10 classes, one repetition, 32 KiB files,
+# plain TCG, no calibration guest): every run complete, every claim decided
+# on both sides, WPCAS with STE from the first request anticipating.
+"$iolab" paper wpcas --kernel --quick --file-kib 32 --icount -1 --no-calibration \
+    -o "$out/paper" >"$out/paper.txt" 2>&1 &
+paper_pid=$!
 "$iolab" kernel compare --disks hp97560 --workloads seqreaders \
     --elevators none,bfq,kyber,anticipatory,wpcas,$scaffold --reps 1 --runtime 4 --overhead-us 0 \
     -o "$out/compare" >"$out/compare.txt"
+wait "$paper_pid" || { cat "$out/paper.txt" >&2; tb_die "iolab paper wpcas --kernel failed"; }
+"$REPO_DIR/.venv/bin/python" - "$out/paper/paper-wpcas-kernel.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+kern = [r for r in doc["runs"] if r["side"] == "kernel"] + doc["left_out"]
+assert len(kern) == len(doc["meta"]["runs"]) == 10, f"{len(kern)} kernel runs of {len(doc['meta']['runs'])}"
+for r in kern:
+    assert r["requests"] == r["expected_requests"], f"run {r['run']}: {r['requests']} of {r['expected_requests']}"
+claims = doc["claims"]
+assert len(claims) >= 6 and all(c["kernel"]["verdict"] and c["simulator"]["verdict"] for c in claims), claims
+ste = [r for r in kern if r["scheduler"] == "wpcas-ste" and r["mode"] == "sequential"]
+assert ste and ste[0]["antic_started"] > 0, "WPCAS (STE) did not anticipate in the guest"
+PY
+tb_log "paper wpcas --kernel (CI scale): $(grep -c '^| ' "$out/paper/report.md") table rows"
 "$REPO_DIR/.venv/bin/python" - "$out/compare/compare.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]

@@ -120,3 +120,12 @@ def mean_of_cuts(cuts: list[dict]) -> dict[str, float]:
         return {}
     return {key: sum(c[key] for c in cuts) / len(cuts) for key, v in cuts[0].items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and key != "clock_ratio"}
+
+
+def off_clock(cut: dict | None) -> bool:
+    """A run whose guest did not keep the disk's clock (its length by the
+    two clocks differs by more than CLOCK_TOLERANCE): under -icount its
+    guest fell behind the host, so every time the guest took is stretched
+    by the host's load, which is what -icount is there to keep out."""
+    ratio = (cut or {}).get("clock_ratio", math.nan)
+    return not math.isnan(ratio) and abs(ratio - 1) > CLOCK_TOLERANCE

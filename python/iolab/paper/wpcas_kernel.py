@@ -60,7 +60,7 @@ def fio_phases(path: Path) -> list[dict[str, float]]:
 def kernel_rows(outdir: Path, runs: list[Run], capacity: int, file_kb: int = FILE_KB) -> list[dict[str, Any]]:
     """One row per finished guest run: throughput by the emulator's log,
     the module's counters, fio's per-test figures."""
-    from iolab.kernel.emulog import cut_log
+    from iolab.kernel.emulog import cut_log, off_clock
     from iolab.kernel.guest import Plan, stats_file
 
     cuts: dict[tuple[str, int], dict] = {}
@@ -84,7 +84,7 @@ def kernel_rows(outdir: Path, runs: list[Run], capacity: int, file_kb: int = FIL
             "antic_failed": st.get("antic_failed", 0),
             "mean_seek_cylinders": cut["mean_seek_cylinders"],
             "phases": fio_phases(outdir / r.share / "runs" / f"{r.id}.json"),
-            "clock_ratio": cut["clock_ratio"], "guest": r.share,
+            "clock_ratio": cut["clock_ratio"], "guest": r.share, "off_clock": off_clock(cut),
             # the guest's time from a reply to the next request, by the disk's clock
             "mean_gap_ms": cut["mean_gap_us"] / 1000, "mean_service_ms": cut["mean_service_ms"],
         })
@@ -195,7 +195,9 @@ def analyse(outdir: Path, sim: Optional[list[dict[str, Any]]] = None) -> list[Si
         sim = sim + read_sim_guest(outdir, plan)
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
         raise UserError(f"{outdir}: the run's results are incomplete or damaged ({type(e).__name__}: {e})") from None
-    rows = kern + sim
+    # a run whose guest fell behind the disk's clock measured the host's load, not the guest
+    left_out = [r for r in kern if r["off_clock"]]
+    rows = [r for r in kern if not r["off_clock"]] + sim
     result = side_by_side(rows, PLACEMENTS[plan.placement])
-    write_report(outdir, meta, plan, rows, result)
+    write_report(outdir, meta, plan, rows, result, left_out)
     return result

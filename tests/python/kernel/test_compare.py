@@ -183,3 +183,18 @@ def test_a_whole_comparison_of_one_disk_fits_one_boots_markers(tmp_path):
     (tmp_path / "c" / "disk.conf").write_text("capacity 12\n")
     with pytest.raises(ValueError, match="no `marker_sector N` line"):
         emulog.marker_sector(tmp_path / "c")
+
+
+def test_a_run_off_the_disks_clock_is_left_out_of_the_kernels_figures(tmp_path):
+    assert emulog.off_clock({"clock_ratio": 0.95}) and emulog.off_clock({"clock_ratio": 1.011})
+    assert not emulog.off_clock({"clock_ratio": 1.009}) and not emulog.off_clock({"clock_ratio": math.nan})
+    assert not emulog.off_clock(None) and not emulog.off_clock({})
+    # _kernel_side skips it: two runs of one elevator, the second off the clock
+    (tmp_path / "runs").mkdir()
+    fio = {"jobs": [{"read": {"bw_bytes": 2e6, "total_ios": 10, "lat_ns": {}},
+                     "write": {"bw_bytes": 0, "total_ios": 0, "lat_ns": {}}, "job_runtime": 1000}]}
+    for rid in (0, 1):
+        (tmp_path / "runs" / f"{rid}.json").write_text(json.dumps(fio))
+    plan = Plan("hp97560", [(0, "seqreaders", "none", 0), (1, "seqreaders", "none", 1)])
+    side = compare._kernel_side(tmp_path, plan, "seqreaders", {0: {"clock_ratio": 1.0}, 1: {"clock_ratio": 0.9}})
+    assert side["none"].throughput == [2.0]

@@ -204,9 +204,11 @@ def test_report_from_a_finished_directory(tmp_path, guests, reps):
         assert rnd.kernel.note != "one run" and "2 guests side by side" in text
 
 
-def _write_boot(share, runs, marker):
+def _write_boot(share, runs, marker, stretch=None):
     """One guest's emulator log and counters: per run its two markers and
-    20 requests whose service time depends on the scheduler."""
+    20 requests whose service time depends on the scheduler; with
+    ``stretch`` ({run id: factor}) the guest stamps its clock after each
+    marker, those runs that much longer by the guest's clock."""
     (share / "runs").mkdir(parents=True)
     (share / "disk.conf").write_text(f"marker_sector {marker}\n")
     cols = "seq,conn,op,flags,offset,length,sector,nr_sectors,arrival_ns,start_ns,complete_ns,reply_ns," \
@@ -221,13 +223,40 @@ def _write_boot(share, runs, marker):
 
     per_run = {"noop": 10_000_000, "deadline": 10_000_000, "as": 9_000_000, "wpcas": 9_000_000,
                "wpcas-ste": 8_000_000}
+    stamps = []
     for r in runs:
         rq("read", marker + 16 * r.id, 10)
+        begin = t - 1000
         for i in range(20):
             rq("read", 8 * i, per_run[r.label])
         rq("read", marker + 16 * r.id + 8, 10)
+        if stretch is not None:
+            # the guest's clock after each marker's reply: 10 ns after the request's arrival
+            stamps += [f"{2 * r.id} {begin}", f"{2 * r.id + 1} {begin + round((t - 1000 - begin) * stretch.get(r.id, 1.0))}"]
         (share / "runs" / f"{r.id}.stats").write_text("antic_started 12\nantic_succeeded 10\nantic_failed 2\n")
     (share / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + cols + "\n" + "\n".join(log) + "\n")
+    if stamps:
+        (share / "runs" / "clock.txt").write_text("\n".join(stamps) + "\n")
+
+
+def test_a_run_off_the_disks_clock_is_left_out_and_named(tmp_path):
+    plan = wk.plan_for(True, reps=2, classes=[10])
+    plan.modes = ("random",)
+    runs = wk.make_runs(plan)
+    bad = next(r for r in runs if r.label == "as" and r.rep == 1)
+    _write_boot(tmp_path / wk.DISK, runs, HP97560_SECTORS - MARKER_SECTORS, stretch={bad.id: 0.95})
+    meta = {"kernel": "6.1.0-test", "disk": wk.DISK, "plan": wk.asdict(plan), "runs": [wk.asdict(r) for r in runs],
+            "capacity": HP97560_SECTORS, "quick": True, "wall_s": 1.0}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    wk.run_sim(plan, tmp_path)
+    wk.analyse(tmp_path)
+    doc = json.loads((tmp_path / "paper-wpcas-kernel.json").read_text())
+    kern = [r for r in doc["runs"] if r["side"] == "kernel"]
+    assert len(kern) == len(runs) - 1 and bad.id not in {r["run"] for r in kern}
+    assert [r["run"] for r in doc["left_out"]] == [bad.id]
+    assert all(r["clock_ratio"] == pytest.approx(1.0) for r in kern)
+    text = (tmp_path / "report.md").read_text()
+    assert f"run {bad.id} (as, random 10: 0.950)" in text and "left out of every figure" in text
 
 
 def test_runs_are_shared_out_by_whole_repetitions_of_an_experiment():
