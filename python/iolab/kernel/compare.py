@@ -359,6 +359,11 @@ def report(result: dict) -> str:
         "",
         f"The simulator draws each think's extra {THINK_TEXT.get(meta.get('think_model', 'mean'), '')}.",
         "",
+        *([("Calibration runs whose guest fell behind the disk's clock, used for want of one on it: "
+            + "; ".join(f"{disk} {el} runs {', '.join(map(str, h['off_clock_runs']))}"
+                        for disk in meta["disks"] for el, h in host_of(meta, disk).items() if h.get("off_clock_runs"))
+            + "."), ""] if any(h.get("off_clock_runs") for disk in meta["disks"]
+                               for h in host_of(meta, disk).values()) else []),
         *guest_clock_table(meta),
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "

@@ -134,6 +134,9 @@ def _host(path: Path, field: str, host: Any) -> None:
                     for v in samples.values()) or not set(samples) <= set(think):
                 raise _bad(path, f"{field}.{el}.{key}",
                            "lists of µs (at most 10,000) for the think times of think_us", "…")
+        off = h.get("off_clock_runs", [])
+        if not isinstance(off, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in off):
+            raise _bad(path, f"{field}.{el}.off_clock_runs", "a list of run ids", off)
         rest = h.get("guest_device_us", {})
         if not isinstance(rest, dict) or not all(_number(v) for v in rest.values()):
             raise _bad(path, f"{field}.{el}.guest_device_us", "an object of µs by think time", rest)

@@ -8,7 +8,7 @@ CAP = 10_000
 MARK = CAP - 2048
 
 
-def calibration_boot(d, runs, mark=MARK):
+def calibration_boot(d, runs, mark=MARK, stretch=None):
     """A calibration boot: ``runs`` is a list of (workload, elevator, disk
     gaps in ns, guest C->Q gaps in µs or None); a run with guest gaps has a
     trace file, as a traced copy has."""
@@ -21,12 +21,16 @@ def calibration_boot(d, runs, mark=MARK):
                     f"{arrival + 1_000},{arrival + 1_000},1000,0,0,0,0,0,miss,")
         return arrival + 1_000
 
-    t = 0
+    t, stamps = 0, []
     for rid, (_, _, gaps, guest_gaps) in enumerate(runs):
         t = rq(mark + 16 * rid, t + 1_000)
+        begin = t
         for g in gaps:
             t = rq(100, t + g)
         t = rq(mark + 16 * rid + 8, t + 1_000)
+        if stretch is not None:
+            # the guest's clock after each marker's reply; ``stretch``: {run: guest/disk length}
+            stamps += [f"{2 * rid} {begin}", f"{2 * rid + 1} {begin + round((t - begin) * stretch.get(rid, 1.0))}"]
         if guest_gaps is not None:
             lines, now = [], 10.0
             for g in guest_gaps:
@@ -40,3 +44,5 @@ def calibration_boot(d, runs, mark=MARK):
     (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
     (d / "plan.txt").write_text("".join(f"{i} {wl} {el}\n" for i, (wl, el, _, _) in enumerate(runs)))
     (d / "disk.conf").write_text(f"marker_sector {mark}\n")
+    if stamps:
+        (d / "runs" / "clock.txt").write_text("\n".join(stamps) + "\n")

@@ -231,3 +231,19 @@ def test_the_guest_think_model_traces_a_copy_of_each_one_process_run(tmp_path):
     assert (tmp_path / "trace.conf").read_text().splitlines() == [f"run:{i}" for i in traced]
     plain, none_traced = calibration.calibration_plan("hp97560", ["none"], "mean")
     assert len(plain.runs) == 4 and none_traced == []
+
+
+def test_calibration_prefers_runs_on_the_disks_clock(tmp_path):
+    """The untraced zlt0 run's guest fell behind (its clock 5% short): the
+    disk's view comes from the traced copy, on the clock, and the report's
+    list of runs used off the clock has only the 8-in-flight run, which
+    has no copy."""
+    d = tmp_path / "cal"
+    _calibration_boot(d, [("zlt0", "anticipatory", [9_000_000] * 20, None),
+                          ("zlaio8", "anticipatory", [200_000] * 20, None),
+                          ("zlt0", "anticipatory", [1_000_000] * 20, [700] * 20)],
+                      stretch={0: 0.95, 1: 0.98})
+    host = calibration.measure_host(d)["anticipatory"]
+    assert host["one_process_gap_us"]["0"] == pytest.approx(1_000.0)
+    assert host["guest_device_us"]["0"] == pytest.approx(300.0)
+    assert host["off_clock_runs"] == [1]
