@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     k.add_argument("--no-calibration", action="store_true",
                    help="boot no calibration guest beside the runs (by default one measures the guest's "
                         "time per request under each elevator, for the simulator's third side)")
+    k.add_argument("--trace", default="", metavar="LIST",
+                   help="elevators (none, mq-deadline, anticipatory, wpcas) whose guest runs are traced with "
+                        "the blk tracer into DIR/hp97560*/runs/ID.trace (costs the guest time)")
     k.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     k.add_argument("--from", dest="source", metavar="DIR",
                    help="with --kernel: boot nothing, decide the claims and write the report again from DIR")
@@ -125,6 +128,11 @@ def cmd_wpcas_kernel(args) -> int:
         if args.file_kib % RECORD_KB or args.file_kib > FILE_KB:
             raise UserError(f"--file-kib: {args.file_kib} is not a multiple of the {RECORD_KB} KiB "
                             f"record up to {FILE_KB}")
+        traced = tuple(x.strip() for x in args.trace.split(",") if x.strip())
+        known = sorted({s.elevator for s in wpcas_kernel.SCHEDULERS})
+        if any(x not in known for x in traced):
+            raise UserError(f"--trace: unknown {', '.join(x for x in traced if x not in known)}; "
+                            f"known: {', '.join(known)}")
         if args.guests > MAX_GUESTS:
             raise UserError(f"--guests: {args.guests} is more than {MAX_GUESTS} guests side by side")
         out = args.output if args.output != "paper-wpcas" else "paper-wpcas-kernel"
@@ -132,7 +140,8 @@ def cmd_wpcas_kernel(args) -> int:
                                   placement=args.placement, icount=None if args.icount < 0 else args.icount,
                                   repo=args.repo, guests=args.guests, file_kb=args.file_kib,
                                   calibrate=not args.no_calibration,
-                                  calibration=Path(args.calibration) if args.calibration else None)
+                                  calibration=Path(args.calibration) if args.calibration else None,
+                                  trace=traced)
     t = Table(title="WPCAS paper, IOzone: the kernel's verdicts beside the simulator's")
     guest = any(r.sim_guest for r in result)
     for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator", *(["simulator+guest"] if guest else [])):

@@ -100,7 +100,7 @@ CALIBRATION_SHARE = f"calibration-{DISK}"
 def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional[list[int]] = None,
         placement: str = "packed", icount: Optional[int] = ICOUNT, repo: Optional[str] = None,
         guests: int = 1, file_kb: int = FILE_KB, calibrate: bool = True,
-        calibration: Optional[Path] = None) -> list[SideBySide]:
+        calibration: Optional[Path] = None, trace: tuple[str, ...] = ()) -> list[SideBySide]:
     """The guest's runs and the simulator's, decided and reported. With
     ``calibrate`` (and no ``calibration`` boot given) one more guest, side
     by side with the others, measures the guest's own time per request
@@ -111,7 +111,7 @@ def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional
     from iolab.kernel.calibration import CALIBRATION_RUNTIME_S, calibration_plan
     from iolab.kernel.guest import boot_on_emulator, run_disk, run_side_by_side
 
-    plan = plan_for(quick, reps, classes, placement, icount, guests, file_kb)
+    plan = plan_for(quick, reps, classes, placement, icount, guests, file_kb, trace)
     runs = make_runs(plan)
     root = testbed.find_repo(repo)
     t0 = time.monotonic()
@@ -162,7 +162,7 @@ def resim_guest(outdir: Path, calibration: Path, host: Optional[dict] = None) ->
     """The simulator's third side, paying the guest's time of the
     calibration boot ``calibration``, written into ``outdir``."""
     meta = load_meta(outdir)
-    plan = KPlan(**meta["plan"])
+    plan = KPlan(**{**meta["plan"], "trace": tuple(meta["plan"].get("trace", ()))})
     run_sim_guest(plan, outdir, host if host is not None else guest_time(calibration))
     meta["calibration"] = str(calibration) if calibration.parent.resolve() != outdir.resolve() else calibration.name
     (outdir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -183,7 +183,7 @@ def analyse(outdir: Path, sim: Optional[list[dict[str, Any]]] = None) -> list[Si
     in ``outdir`` (the simulator's again if ``sim`` is not given)."""
     meta = load_meta(outdir)
     try:
-        plan = KPlan(**meta["plan"])
+        plan = KPlan(**{**meta["plan"], "trace": tuple(meta["plan"].get("trace", ()))})
         runs = [Run(**r) for r in meta["runs"]]
         if sim is None:
             sim = []

@@ -74,11 +74,14 @@ class KPlan:
     icount: Optional[int] = ICOUNT
     guests: int = 1
     file_kb: int = FILE_KB
+    # elevators whose guest runs the blk tracer records (runs/ID.trace): to
+    # find out what the kernel did; tracing costs the guest time
+    trace: tuple[str, ...] = ()
 
 
 def plan_for(quick: bool, reps: Optional[int] = None, classes: Optional[list[int]] = None,
              placement: str = "packed", icount: Optional[int] = ICOUNT, guests: int = 1,
-             file_kb: int = FILE_KB) -> KPlan:
+             file_kb: int = FILE_KB, trace: tuple[str, ...] = ()) -> KPlan:
     """Quick: 10 classes, one repetition (about 15 minutes in all).
     Full: 10, 40 and 80 classes, 3 repetitions (about 6 hours of disk time,
     shared out among ``guests`` booted side by side).
@@ -86,7 +89,7 @@ def plan_for(quick: bool, reps: Optional[int] = None, classes: Optional[list[int
     base = QUICK if quick else FULL
     return KPlan(classes=tuple(classes or ((10,) if quick else CLASS_COUNTS)), reps=reps or (1 if quick else 3),
                  placement=placement, sim_seq_seeds=base.seq_seeds, sim_random_seeds=base.random_seeds,
-                 icount=icount, guests=guests, file_kb=file_kb)
+                 icount=icount, guests=guests, file_kb=file_kb, trace=tuple(trace))
 
 
 def workload(mode: str, classes: int, placement: str, file_kb: int = FILE_KB) -> dict[str, Any]:
@@ -234,6 +237,8 @@ def write_share(share: Path, plan: KPlan, runs: list[Run], capacity: int, seek: 
     (share / "disk.conf").write_text(f"marker_sector {capacity - MARKER_SECTORS}\n")
     (share / "wpcas.conf").write_text("".join(f"{k} {v}\n" for k, v in seek.items()))
     (share / "trace.conf").unlink(missing_ok=True)
+    if plan.trace:
+        (share / "trace.conf").write_text("".join(f"{el}\n" for el in plan.trace))
 
 
 def expected_requests(mode: str, classes: int, file_kb: int = FILE_KB) -> int:

@@ -110,6 +110,10 @@ def test_the_share_names_each_runs_elevator_and_wpcas_start_up(tmp_path):
     assert (tmp_path / "disk.conf").read_text() == f"marker_sector {HP97560_SECTORS - MARKER_SECTORS}\n"
     assert sorted(p.name for p in (tmp_path / "jobs").iterdir()) == ["iozone-random-10.fio",
                                                                      "iozone-sequential-10.fio"]
+    assert not (tmp_path / "trace.conf").exists()
+    traced = wk.plan_for(True, trace=("mq-deadline", "none"))
+    wk.write_share(tmp_path, traced, runs, HP97560_SECTORS, {})
+    assert (tmp_path / "trace.conf").read_text() == "mq-deadline\nnone\n"
 
 
 def test_simulator_side_runs_the_kernel_s_schedulers():
@@ -289,6 +293,7 @@ def test_runs_are_shared_out_by_whole_repetitions_of_an_experiment():
     (["--kernel", "--icount", "11"], "--icount"),
     (["--kernel", "--guests", "9"], "--guests"),
     (["--kernel", "--file-kib", "6"], "--file-kib"),
+    (["--kernel", "--trace", "bfq"], "--trace: unknown bfq"),
     (["--kernel", "--file-kib", "1024"], "--file-kib"),
     (["--kernel", "--from", "DIR"], "no finished"),
 ])
