@@ -54,6 +54,12 @@ def cut_log(share: Path, plan: Plan, capacity: int | None = None) -> dict[int, d
             "utilization": float(rows["service_ns"].sum() / span) if span > 0 else math.nan,
             "mean_service_ms": float(rows["service_ns"].mean() / 1e6),
             "mean_seek_cylinders": float(rows["seek_cylinders"].mean()),
+            # the share of requests that begin where the one before ended: a
+            # process's stream served on (anticipation, or the completing
+            # process winning the freed tag), not another process's request
+            "continued": float((rows["sector"].values[1:] == (rows["sector"].values[:-1]
+                                                             + rows["nr_sectors"].values[:-1])).mean())
+            if len(rows) > 1 else math.nan,
             "median_gap_us": float(pd.Series(gaps).median()) if len(gaps) else math.nan,
             "mean_gap_us": float(gaps.mean()) if len(gaps) else math.nan,
             # the spread of the guest's own time per request (docs/kernel.md:

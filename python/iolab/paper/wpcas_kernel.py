@@ -87,6 +87,7 @@ def kernel_rows(outdir: Path, runs: list[Run], capacity: int, file_kb: int = FIL
             "clock_ratio": cut["clock_ratio"], "guest": r.share, "off_clock": off_clock(cut),
             # the guest's time from a reply to the next request, by the disk's clock
             "mean_gap_ms": cut["mean_gap_us"] / 1000, "mean_service_ms": cut["mean_service_ms"],
+            "continued": cut["continued"],
         })
     return rows
 

@@ -133,7 +133,10 @@ def write_report(outdir: Path, meta: dict[str, Any], plan: KPlan, rows: list[dic
              "by the emulator's log), mean ±95% half-width over repetitions (seeds). A-T/A-S/A-F: "
              "anticipations started, succeeded, failed per run. Requests: per run, against IOzone's "
              "processes x tests x records. Gap: the kernel's mean time from the disk's reply to the next "
-             "request's arrival (the guest's time per request, by the disk's clock).")
+             "request's arrival (the guest's time per request, by the disk's clock); service: the emulated "
+             "disk's mean time per request; continued: the share of requests that began where the one before "
+             "ended (a process's stream served on, by anticipation or by the completing process taking the "
+             "freed tag first), from the emulator's log.")
     table = []
     if len(df):
         for (mode, c), g in df.groupby(["mode", "classes"], sort=False):
@@ -149,9 +152,12 @@ def write_report(outdir: Path, meta: dict[str, Any], plan: KPlan, rows: list[dic
                 x = g[(g["side"] == "kernel") & (g["scheduler"] == s.label)]
                 cells.append(f"{x['requests'].mean():.0f} / {int(x['expected_requests'].iloc[0])}" if len(x) else "-")
                 cells.append(f"{x['mean_gap_ms'].mean():.2f}" if len(x) and "mean_gap_ms" in x else "-")
+                cells.append(f"{x['mean_service_ms'].mean():.2f}" if len(x) and "mean_service_ms" in x else "-")
+                cells.append(f"{x['continued'].mean():.0%}" if len(x) and "continued" in x else "-")
                 table.append(cells)
     doc.table(["mode", "classes", "scheduler", "kernel MB/s", "sim MB/s", *[f"{e} MB/s" for e in extra],
-               "kernel A-T/A-S/A-F", "sim A-T/A-S/A-F", "kernel requests", "kernel gap ms"], table)
+               "kernel A-T/A-S/A-F", "sim A-T/A-S/A-F", "kernel requests", "kernel gap ms", "kernel service ms",
+               "kernel continued"], table)
     left_out = left_out or []
     kern = [r for r in rows if r["side"] == "kernel"] + left_out
     ratios = [r["clock_ratio"] for r in kern if not math.isnan(r.get("clock_ratio", math.nan))]

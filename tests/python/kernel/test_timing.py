@@ -247,3 +247,17 @@ def test_calibration_prefers_runs_on_the_disks_clock(tmp_path):
     assert host["one_process_gap_us"]["0"] == pytest.approx(1_000.0)
     assert host["guest_device_us"]["0"] == pytest.approx(300.0)
     assert host["off_clock_runs"] == [1]
+
+
+def test_the_cut_counts_requests_that_continue_the_one_before(tmp_path):
+    d = tmp_path / "b"
+    d.mkdir()
+    rows, t = [], 0
+    # marker, then sectors 100, 108, 116 (two continue), 500, 508 (one more): 3 of 4
+    for sector in (MARK, 100, 108, 116, 500, 508, MARK + 8):
+        rows.append(f"{len(rows)},1,read,,{sector * 512},4096,{sector},8,{t},{t},{t + 10},{t + 10},10,0,0,0,0,0,miss,")
+        t += 1_000
+    (d / "emu.csv").write_text("# iolab-emu-log 1 {}\n" + COLS + "\n" + "\n".join(rows) + "\n")
+    (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
+    c = cut_log(d, Plan("x", [(0, "zlt0", "none", 0)]))
+    assert c[0]["requests"] == 5 and c[0]["continued"] == pytest.approx(3 / 4)
