@@ -108,7 +108,7 @@ def test_hp97560_on_the_emulator_is_extracted_within_the_goals(tmp_path):
     res, tr, rows = prove("hp97560", 1.0, True, None)
     by = {r[0]: r for r in rows}
     assert res.rotating
-    for q in ("rotation", "zones", "sectors per track", "surfaces", "cylinders", "command overhead"):
+    for q in ("rotation", "zones", "sectors per track", "surfaces", "cylinders", "command overhead (read miss)"):
         assert by[q][5], by[q]
     tenths = {f"seek {d} cyl" for d in deciles(1962)}
     rows_at = [r for r in rows if r[0] in tenths]

@@ -19,7 +19,6 @@ disagree.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from iolab.characterize.probe import Figure, Prober, figure, median
@@ -57,7 +56,7 @@ def _majority(decide) -> bool:
 
 
 def _timed(prober: Prober, lbn: int, count: int = 1) -> int:
-    t0 = time.monotonic_ns()
+    t0 = prober.now_ns()
     t1 = prober.read(lbn, count)
     return t1 - t0
 

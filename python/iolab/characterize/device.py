@@ -47,6 +47,15 @@ class Device:
     _fd: int = -1
     _buf: mmap.mmap | None = None
 
+    def now_ns(self) -> int:
+        """The host's clock, in which replies are stamped."""
+        return time.monotonic_ns()
+
+    def advance_to(self, t_ns: int) -> None:
+        """Wait until ``t_ns`` (spinning: a sleep wakes tens of us late)."""
+        while time.monotonic_ns() < t_ns:
+            pass
+
     def read(self, lbn: int, count: int = 1) -> int:
         """Read ``count`` sectors at ``lbn``; the monotonic ns it completed."""
         if lbn < 0 or count < 1 or lbn + count > self.sectors:

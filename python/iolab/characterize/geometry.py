@@ -218,15 +218,28 @@ def found_cylinders(sc: Scan) -> bool:
     return s.heads is not None and s.support >= 3 and s.support > s.runner_up
 
 
-def switch_period(pos: list[int]) -> tuple[int, int, int, int]:
+def enough_tracks(sc: Scan) -> bool:
+    """When the scan may stop: the surfaces are found, or 64 boundaries
+    have shown no cylinder switch by their skews (the switch times tell
+    them apart then, if anything does). A scan that has seen switches but
+    not three on one lattice goes on (to 128 boundaries): a switch a late
+    reply hid would otherwise double the period."""
+    if found_cylinders(sc):
+        return True
+    return len(sc.tracks) >= 64 and surfaces(sc).cyl_skew is None
+
+
+def switch_period(pos: list[int], observed: set[int] | None = None) -> tuple[int, int, int, int]:
     """The number of tracks between cylinder switches, from the track
     indices at which switches were seen: the period and anchor whose lattice
     explains the most of them, less the lattice points inside the scanned
     span where no switch was seen. A boundary whose skew the timing noise
     moved shows as a switch off the lattice (it splits a period into two
     gaps), and a divisor of the period predicts switches that are not there,
-    so neither wins. Returns (period, its score, the best other period's,
-    an index on its lattice)."""
+    so neither wins. ``observed``: the track indices of every boundary
+    known to the sector; a lattice point with no known boundary (the scan
+    lost it to a late reply) says nothing either way. Returns (period, its
+    score, the best other period's, an index on its lattice)."""
     if len(pos) < 2:
         return 0, 0, 0, 0
     lo, hi = min(pos), max(pos)
@@ -236,7 +249,8 @@ def switch_period(pos: list[int]) -> tuple[int, int, int, int]:
         for a in pos:
             lattice = range(a - ((a - lo) // h) * h, hi + 1, h)
             hit = sum(1 for x in lattice if x in seen)
-            score = hit - (len(lattice) - hit)
+            known = sum(1 for x in lattice if observed is None or x in observed)
+            score = hit - (known - hit)
             if h not in best or (score, hit) > best[h][:2]:
                 best[h] = (score, hit, a)
     # A tie goes to the period that puts more of the seen switches on its
@@ -266,7 +280,8 @@ def surfaces(sc: Scan) -> Surfaces:
                         "look alike")
     spt = sc.spt() or 1
     pos = [round((cyl[0].first - t.first) / spt) for t in cyl]
-    heads, support, runner_up, anchor = switch_period(pos)
+    observed = {round((cyl[0].first - t.first) / spt) for t in sc.tracks}
+    heads, support, runner_up, anchor = switch_period(pos, observed)
     on = [t for t, p in zip(cyl, pos) if (p - anchor) % heads == 0] or cyl
     cyl_skew = round(median([t.skew for t in on]))
     return Surfaces(track_skew, cyl_skew, heads, on[-1].first,

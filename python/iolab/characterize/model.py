@@ -110,10 +110,8 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"}} # end of {stem}_model\n")
     c = res.cache
     over = max(res.overhead.value / 1e6, 0.0) if res.overhead else 0.0
-    hit_over = over
+    hit_over = max(res.hit_overhead.value / 1e6, 0.0) if res.hit_overhead else over
     bus = c.bus_per_block.value / 1e6 if c else 0.0
-    if c is not None:
-        hit_over = max(0.0, (c.hit_1.value - (res.host_rtt_ns or 0.0)) / 1e6 - bus)
     segments = c.segments if c and c.segments else 1
     ra = c.read_ahead if c and c.read_ahead is not None else 0
     seg_size = max(ra + 1, 1)
@@ -230,7 +228,9 @@ def to_json(res: Result) -> dict:
                        "zones": [vars(z) for z in res.layout.zones]}
     if res.v0 is not None:
         d["v0_ns"] = None if math.isnan(res.v0.value_ns) else res.v0.value_ns
+        d["v0_samples_ns"] = res.v0_samples
     d["overhead_ns"] = _fig(res.overhead)
+    d["hit_overhead_ns"] = _fig(res.hit_overhead)
     d["head_switch_ns"] = _fig(res.head_switch)
     d["seek_ns"] = [{"distance": dist, **f.to_json()} for dist, f in res.seeks]
     d["seek_failed"] = res.seek_failed

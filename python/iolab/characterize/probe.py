@@ -115,15 +115,15 @@ class Prober:
         the two replies."""
         ta = self.dev.read(a, count)
         if delay_ns > 0:
-            until = ta + delay_ns
-            while time.monotonic_ns() < until:
-                pass
+            self.dev.advance_to(ta + delay_ns)
         tb = self.dev.read(b, count)
         return tb - ta
 
+    def now_ns(self) -> int:
+        return self.dev.now_ns()
+
     def wait(self, ns: int) -> None:
-        until = time.monotonic_ns() + ns
-        if ns > 2_000_000:
+        until = self.dev.now_ns() + ns
+        if ns > 2_000_000 and self.dev.kind != "virtual":
             time.sleep((ns - 1_000_000) / 1e9)
-        while time.monotonic_ns() < until:
-            pass
+        self.dev.advance_to(until)

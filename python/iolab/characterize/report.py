@@ -39,8 +39,13 @@ def summary(res: Result) -> list[str]:
             out.append(f"    cylinders {z.first_cyl}-{z.last_cyl}: {z.spt} sectors/track, skews "
                        f"{z.track_skew}/{z.cyl_skew}")
     if res.overhead is not None:
-        out.append(f"  command overhead (hit less the host's floor and the bus): {_ms(res.overhead)}; "
-                   f"floor: {res.floor_note}")
+        how = ("V0 less the sector, the host's floor and the bus" if res.v0 is not None and res.v0.ok
+               else "taken equal to the hit's")
+        out.append(f"  read miss overhead ({how}): {_ms(res.overhead)}; floor: {res.floor_note}")
+    if res.hit_overhead is not None:
+        out.append(f"  read hit overhead (one-sector hit less the floor and the bus): {_ms(res.hit_overhead)}")
+    if res.v0 is not None and res.v0.ok:
+        out.append(f"  V0 (a miss on the arm's track): {res.v0.value_ns / 1e6:.4f} ms ± {res.v0.resolution_ns / 1e6:.4f}")
     if res.head_switch is not None:
         out.append(f"  head switch: {_ms(res.head_switch)}")
     if res.seeks:

@@ -23,7 +23,7 @@ from iolab.characterize import cache as cache_mod
 from iolab.characterize import geometry, rotation, seek, solid, zones
 from iolab.characterize.device import Device
 from iolab.characterize.layout import Layout, build
-from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd
+from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd, se_median
 
 # Shares of the budget each step may use, cumulative (of the whole).
 SHARES = {"geometry": 0.30, "zones": 0.45, "cache": 0.55, "seek": 1.0}
@@ -43,11 +43,15 @@ class Result:
     zone_samples: list[zones.Sample] = field(default_factory=list)
     zones_complete: bool = False
     layout: Layout | None = None
-    v0: seek.Threshold | None = None
+    v0: seek.Threshold | None = None  # V of a miss on the arm's track
+    base: seek.Threshold | None = None  # V0 less its sector time: what every V has besides the move
+    base_sd: float = 0.0
+    v0_samples: list[float] = field(default_factory=list)
     head_switch: Figure | None = None
     seeks: list[tuple[int, Figure]] = field(default_factory=list)
     seek_failed: list[int] = field(default_factory=list)
-    overhead: Figure | None = None
+    overhead: Figure | None = None  # read miss
+    hit_overhead: Figure | None = None
     cache: cache_mod.CacheResult | None = None
     solid: solid.SolidResult | None = None
     notes: list[str] = field(default_factory=list)
@@ -64,13 +68,53 @@ class Result:
 
 
 def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device") -> None:
-    """The command overhead again, above a host floor measured apart."""
+    """The command overheads again, above a host floor measured apart."""
+    res.host_rtt_ns = floor_ns
+    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
+    _overheads(res)
+
+
+def _overheads(res: Result) -> None:
+    """Hit and miss overheads above the host's floor: a one-sector hit is
+    the round trip, the hit overhead and one block's bus time; the base of
+    the seeks (V0 less its sector time) the round trip, the miss overhead
+    and the bus."""
     if res.cache is None:
         return
     hit, bus = res.cache.hit_1, res.cache.bus_per_block
-    res.host_rtt_ns = floor_ns
-    res.overhead = Figure(hit.value - floor_ns - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
-    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
+    rtt = res.host_rtt_ns or 0.0
+    res.hit_overhead = Figure(hit.value - rtt - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
+    if res.base is None or res.v0 is None or not res.v0.ok:
+        res.overhead = res.hit_overhead
+        return
+    res.overhead = Figure(res.base.value_ns - rtt - bus.value,
+                          math.sqrt(res.base.resolution_ns**2 + bus.spread**2 + res.base_sd**2 / 2),
+                          res.v0.pairs, "ns")
+
+
+def _set_base(res: Result, v0: seek.Threshold, tau0: float, tau: float, reads_ahead: bool) -> None:
+    """The base every move is measured above. From V0 when it was found:
+    V0 less its sector time. Otherwise from the one-sector hit, taking the
+    miss overhead equal to the hit's (and, on a drive that reads ahead,
+    half a sector for the read-ahead's sector the drive finishes first)."""
+    assert res.cache is not None
+    res.v0 = v0
+    # A drive that reads ahead is reading a sector when the command comes;
+    # one that finishes it before it moves (DiskSim's "Stop prefetch in
+    # sector" off) adds up to a sector the host cannot tell apart: a fixed
+    # part of a sector in V0 (whose target is on that sector grid), a
+    # uniform one in a seek's V.
+    if v0.ok:
+        res.base = seek.Threshold(v0.value_ns - tau0, v0.resolution_ns, v0.i0_spread_ns, v0.pairs, True)
+        res.base_sd = tau / math.sqrt(6) if reads_ahead else 0.0
+    else:
+        hit = res.cache.hit_1
+        less = tau / 2 if reads_ahead else 0.0
+        res.base = seek.Threshold(hit.value + less, hit.spread, 0.0, hit.n, True)
+        res.base_sd = tau / math.sqrt(12) if reads_ahead else 0.0
+        res.notes.append(f"miss overhead: no threshold for a miss on the arm's track ({v0.why}); "
+                         "taken equal to the hit overhead, the base of every seek the one-sector hit")
+    _overheads(res)
 
 
 def _realtime(res: Result) -> Callable[[], None]:
@@ -198,8 +242,8 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     step("track boundaries, skews, surfaces", prober.elapsed() / prober.budget_s)
     try:
         sc = geometry.scan(prober, int(n * 0.55), period, rot.sector_time.value, jitter,
-                           tracks=64, until=_until(prober, "geometry"), bottom=int(n * 0.45),
-                           enough=geometry.found_cylinders)
+                           tracks=128, until=_until(prober, "geometry"), bottom=int(n * 0.45),
+                           enough=geometry.enough_tracks)
     except BudgetExhausted:
         res.notes.append("geometry: the budget ran out before any track boundary was found")
         return
@@ -257,24 +301,48 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         res.notes.append("cache: the budget ran out")
     if res.cache is None:
         return
-    hit = res.cache.hit_1
-    bus = res.cache.bus_per_block
-    rtt = res.host_rtt_ns or 0.0
-    # A one-sector hit is the round trip, the command overhead and one
-    # block's bus time; a miss with no wait adds the sector's pass. Hit and
-    # miss are taken to cost the drive the same overhead.
-    res.overhead = Figure(hit.value - rtt - bus.value, math.hypot(hit.spread, bus.spread), hit.n, "ns")
     res.floor_note = "a zero-length NBD read's round trip" if res.kind == "nbd" else "nothing (a system call's cost)"
-    base = seek.Threshold(hit.value + tau, hit.spread, 0.0, hit.n, True)
-    res.v0 = base
-    # A drive that reads ahead is reading a sector when the next command
-    # comes and finishes it before the arm moves: on average half a sector.
-    less = tau / 2 if res.cache.read_ahead else 0.0
+    cyls = layout.full_cylinders()
+    reads_ahead = bool(res.cache.read_ahead)
+
+    # -- the miss overhead: V0, a miss on the track the arm is on -------------
+    step("miss overhead", prober.elapsed() / prober.budget_s)
+    v0_cyl = max(1, cyls // 4)
+    v0_zone = layout.zone_of_cyl(v0_cyl)
+    tau0 = period / (v0_zone.spt + v0_zone.spares)
+    # It is the base of every move, and one threshold a late reply misled
+    # can pass its check: the median of five, each on tracks of its own.
+    found: list[seek.Threshold] = []
+    why = "the budget ran out"
+    try:
+        for j in range(7 if quick else 9):
+            if len(found) >= 5:
+                break
+            first = v0_cyl * heads + heads - 1 - 128 * j  # each threshold reads at most ~120 tracks
+            if first < 128:
+                break
+            t = seek.robust_threshold(prober, seek.same_track_pairs(layout, first), period, max(2, v0_zone.spt // 8))
+            if t.ok:
+                found.append(t)
+            else:
+                why = t.why
+    except BudgetExhausted:
+        pass
+    res.v0_samples = [t.value_ns for t in found]
+    if len(found) >= 3:
+        vs = [t.value_ns for t in found]
+        v0 = seek.Threshold(median(vs), math.hypot(found[0].resolution_ns, se_median(vs)), 0.0,
+                            sum(t.pairs for t in found), True)
+    else:
+        v0 = seek.Threshold(math.nan, math.nan, 0.0, sum(t.pairs for t in found), False,
+                            f"{len(found)} of the thresholds held ({why})")
+    _set_base(res, v0, tau0, tau, reads_ahead)
 
     # -- head switch, seeks -----------------------------------------------------
     step("head switch, seek curve", prober.elapsed() / prober.budget_s)
     until = _until(prober, "seek")
-    cyls = layout.full_cylinders()
+    base, sd = res.base, res.base_sd
+    assert base is not None
     base_cyl = cyls // 2
     # The reference read is never on a cylinder's last surface: the drive's
     # read-ahead after it may go on to the next track, and so stays on the
@@ -290,7 +358,8 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
 
             hs = seek.robust_threshold(prober, next_head, period, spt // 2)
             if hs.ok:
-                res.head_switch = seek.as_figure(hs, base, less)
+                res.head_switch = seek.as_figure(hs, base, period / (layout.zone_of_cyl(base_cyl).spt
+                                                                     + layout.zone_of_cyl(base_cyl).spares), sd)
         fracs = [0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6, 0.2, 0.8, 0.3, 0.7]
         for i, d in enumerate(seek.seek_distances(cyls, quick)):
             prober.check(until)
@@ -306,7 +375,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
                 return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
 
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
-            f = seek.as_figure(t, base, less) if t.ok else None
+            f = seek.as_figure(t, base, period / (zb.spt + zb.spares), sd) if t.ok else None
             if f is not None and f.value > 0:
                 res.seeks.append((d, f))
             else:  # no threshold, or one below the base: a late reply misled it

@@ -78,12 +78,39 @@ def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period:
 def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, int]], period: float,
                      shift: int) -> Threshold:
     """``threshold`` with ``pair_at(k, s)``; if the base pairs straddle a
-    revolution, again with the target ``shift`` sectors further round."""
+    revolution, again with the target ``shift`` sectors further round.
+    Each attempt goes on from the pairs the last one used: a reference read
+    again would be a cache hit, which leaves the arm where the last target
+    put it."""
+    used = 0
     for s in (0, shift, shift // 2, shift + shift // 2):
-        t = threshold(prober, lambda k, s=s: pair_at(k, s), period)
+        t = threshold(prober, lambda k, s=s, used=used: pair_at(k + used, s), period)
+        used += t.pairs
         if t.ok:
             break
+    t.pairs = used
     return t
+
+
+def same_track_pairs(layout, first_track: int) -> Callable[[int, int], tuple[int, int]]:
+    """Pairs for V0, the threshold of a read that misses on the track the
+    arm is on: the target ``b`` is a track's first LBN, the reference ``a``
+    half a track after it (``s`` sectors nearer ``b``), pair ``k`` on the
+    ``k``-th track below ``first_track`` (a track never read, below the
+    last pair's). ``b`` comes round half a revolution after ``a``, once
+    the drive's read-ahead after ``a`` has reached the track's end, so at
+    the threshold the read-ahead is still on the track (it stops at the
+    track's end only if the miss overhead were under a sector) and the arm
+    does not move: V0 = round trip + miss overhead + sector + bus."""
+
+    def pair(k: int, s: int) -> tuple[int, int]:
+        t = first_track - k
+        c, h = divmod(t, layout.heads)
+        z = layout.zone_of_cyl(c)
+        b = layout.lbn(c, h, 0)
+        return b + max(1, z.spt // 2 - s), b
+
+    return pair
 
 
 def seek_distances(cylinders: int, quick: bool) -> list[int]:
@@ -99,14 +126,14 @@ def seek_distances(cylinders: int, quick: bool) -> list[int]:
     return sorted(d for d in ds if 1 <= d <= full)
 
 
-def as_figure(v: Threshold, base: Threshold, less: float = 0.0) -> Figure:
-    """The move's time: V less the base (and ``less``: the expected wait
-    for the sector the read-ahead is reading, half a sector, on a drive that
-    reads ahead and so is reading one when the command comes)."""
-    # The half sector is an expectation: the wait is anywhere in a sector
-    # (standard deviation: a sector over sqrt(12)).
+def as_figure(v: Threshold, base: Threshold, less: float = 0.0, sd: float = 0.0) -> Figure:
+    """The move's time: V less the base (the constant part: round trip,
+    miss overhead, bus) and ``less`` (the target's own sector time, and
+    any expected wait the base leaves out); ``sd``: the spread of what
+    the host cannot see (the part of a sector the drive may finish
+    reading ahead before it moves)."""
     return Figure(v.value_ns - base.value_ns - less,
-                  math.sqrt(v.resolution_ns**2 + base.resolution_ns**2 + (2 * less) ** 2 / 12), v.pairs, "ns")
+                  math.sqrt(v.resolution_ns**2 + base.resolution_ns**2 + sd**2), v.pairs, "ns")
 
 
 def switch_times(prober: Prober, firsts: list[int], spt: int, period: float,
