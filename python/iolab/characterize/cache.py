@@ -5,7 +5,13 @@
   of 1 and N sectors is N-1 blocks' bus time.
 - Read-ahead: after a one-sector read and a long idle wait, a read j sectors
   further is a hit while j is within what the drive read ahead (bisection on
-  j, a fresh place each step).
+  j, a fresh place each step), from a track's first sector and from its
+  middle: a drive that reads to the track's end (DiskSim's "Buffer
+  continuous read" 1) reads half a track less from the middle, one that
+  reads a fixed count (3, "Maximum read-ahead") the same.
+- Segment size: after a read of N sectors, its first sector is still a hit
+  while N is within the segment (bisection on N); what the read-ahead adds
+  in the moment before the re-read comes off it.
 - Segments: after reads of N places far apart, the first is still a hit
   while N is at most the number of segments (least recently used
   replacement; bisection on N).
@@ -20,6 +26,7 @@ disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from iolab.characterize.probe import Figure, Prober, figure, median
 
@@ -28,24 +35,36 @@ from iolab.characterize.probe import Figure, Prober, figure, median
 class CacheResult:
     hit_1: Figure  # ns, one-sector hit as the host sees it
     bus_per_block: Figure  # ns
-    read_ahead: int | None  # sectors past the request
+    read_ahead: int | None  # sectors past the request (from a track's first sector)
     segments: int | None
     notes: list[str]
+    read_ahead_mid: int | None = None  # from the middle of a track
+    to_track_end: bool = False  # the read-ahead stops at the track's end
+    segment_size: int | None = None  # sectors
+
+
+# The largest read-ahead and segment probed (sectors): 4 MiB.
+MAX_PROBE = 8192
 
 
 class _Fresh:
-    """Places never read: descending from ``top`` in strides of ``gap``."""
+    """Places never read, each below the last: ``take(need)`` gives the
+    start of ``need`` sectors nobody has read (the drive reads ahead
+    upwards, into places already used), optionally at a track's start."""
 
-    def __init__(self, top: int, gap: int, bottom: int) -> None:
+    def __init__(self, top: int, bottom: int, track_first: Callable[[int], int] | None) -> None:
         self.next = top
-        self.gap = gap
         self.bottom = bottom
+        self.track_first = track_first
 
-    def take(self) -> int:
-        x = self.next
-        self.next -= self.gap
-        if x < self.bottom:
+    def take(self, need: int = 1, at_track: bool = False, plus: int = 0) -> int:
+        x = self.next - need - plus
+        if at_track and self.track_first is not None:
+            x = self.track_first(x)
+        x += plus
+        if x - plus < self.bottom:
             raise RuntimeError("cache probes ran out of fresh places")
+        self.next = x - plus - 64
         return x
 
 
@@ -61,67 +80,106 @@ def _timed(prober: Prober, lbn: int, count: int = 1) -> int:
     return t1 - t0
 
 
+def _largest(test: Callable[[int], bool], lo: int, hi: int, prober: Prober, until: float) -> tuple[int, bool]:
+    """The largest n in [lo, hi] with test(n) true, test(lo) being true:
+    doubling from lo, then bisection; each decision the majority of three.
+    Returns (n, whether hi itself held)."""
+    n = max(1, lo)
+    while n < hi:
+        prober.check(until)
+        m = min(hi, 2 * n)
+        if not _majority(lambda m=m: test(m)):
+            hi = m
+            break
+        n = m
+    else:
+        return n, True
+    while hi - n > 1:
+        prober.check(until)
+        mid = (n + hi) // 2
+        if _majority(lambda mid=mid: test(mid)):
+            n = mid
+        else:
+            hi = mid
+    return n, False
+
+
 def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, jitter: float,
-            until: float, big: int = 32) -> CacheResult:
+            until: float, big: int = 32, track_first: Callable[[int], int] | None = None,
+            spt: int | None = None) -> CacheResult:
+    """``track_first(lbn)``: the first LBN of the track holding ``lbn`` (the
+    extracted layout's), ``spt`` sectors per track there: read-ahead from a
+    track's start and middle."""
     notes: list[str] = []
-    gap = 4096
-    fresh = _Fresh(top, gap, bottom)
+    fresh = _Fresh(top, bottom, track_first)
     h1, hn = [], []
     for _ in range(7):
-        x = fresh.take()
+        x = fresh.take(big + 1)
         prober.read(x, 1)
         h1.append(_timed(prober, x, 1))
-        y = fresh.take()
+        y = fresh.take(big + 1)
         prober.read(y, big)
         hn.append(_timed(prober, y, big))
     hit1 = figure(h1, "ns")
     busf = figure([(b - a) / (big - 1) for a, b in zip(h1, hn)], "ns")
     margin = max(tau / 2, 4 * jitter, 40_000)
     limit = median(h1) + margin
+    out = CacheResult(hit1, busf, None, None, notes)
 
-    def is_hit(x_first: int, j: int) -> bool:
-        prober.read(x_first, 1)
+    def ra_hit(j: int, plus: int) -> bool:
+        x = fresh.take(j + 1, at_track=True, plus=plus)
+        prober.read(x, 1)
         prober.wait(int(4 * period))
-        return _timed(prober, x_first + j, 1) < limit
+        return _timed(prober, x + j, 1) < limit
 
-    read_ahead: int | None = None
     try:
-        lo, hi = 0, 4096  # hit at lo (the sector itself), unknown above
-        if is_hit(fresh.take(), hi) and is_hit(fresh.take(), hi):
-            notes.append(f"read-ahead reaches {hi} sectors or more (not measured further)")
-            read_ahead = hi
+        if not _majority(lambda: ra_hit(1, 0)):
+            out.read_ahead = 0
         else:
-            while hi - lo > 1:
-                prober.check(until)
-                mid = (lo + hi) // 2
-                h = _majority(lambda mid=mid: is_hit(fresh.take(), mid))
-                lo, hi = (mid, hi) if h else (lo, mid)
-            read_ahead = lo
+            out.read_ahead, top_held = _largest(lambda j: ra_hit(j, 0), 1, MAX_PROBE, prober, until)
+            if top_held:
+                notes.append(f"read-ahead reaches {MAX_PROBE} sectors or more (not measured further)")
+        if track_first is not None and spt and out.read_ahead:
+            half = spt // 2
+            out.read_ahead_mid = (_largest(lambda j: ra_hit(j, half), 1, out.read_ahead, prober, until)[0]
+                                  if _majority(lambda: ra_hit(1, half)) else 0)
+            # To the track's end: from the start spt - 1 sectors, from the
+            # middle half a track fewer (a sector's slack either way).
+            out.to_track_end = (abs(out.read_ahead - (spt - 1)) <= 1
+                                and abs(out.read_ahead_mid - (spt - 1 - half)) <= 1)
     except RuntimeError as e:
         notes.append(str(e))
 
-    segments: int | None = None
+    def held(n: int) -> bool:
+        x = fresh.take(n + 1)
+        prober.read(x, n)
+        return _timed(prober, x, 1) < limit
+
+    try:
+        if _majority(lambda: held(1)):
+            out.segment_size, top_held = _largest(held, 1, MAX_PROBE, prober, until)
+            if top_held:
+                notes.append(f"a segment holds {MAX_PROBE} sectors or more (not measured further)")
+    except RuntimeError as e:
+        notes.append(str(e))
+
+    # Segments: places further apart than the read-ahead, so that none is
+    # read ahead into another's segment.
+    gap = (out.read_ahead or 0) + 64
     try:
         def holds(n: int) -> bool:
-            xs = [fresh.take() for _ in range(n)]
+            xs = [fresh.take(gap) for _ in range(n)]
             for x in xs:
                 prober.read(x, 1)
             return _timed(prober, xs[0], 1) < limit
 
-        lo, hi = 0, 33  # hit with lo places, miss with hi
         if not _majority(lambda: holds(1)):
             notes.append("a sector read once is not held for the next read: no read cache seen")
-            segments = 0
+            out.segments = 0
         else:
-            lo = 1
-            while hi - lo > 1:
-                prober.check(until)
-                mid = (lo + hi) // 2
-                h = _majority(lambda mid=mid: holds(mid))
-                lo, hi = (mid, hi) if h else (lo, mid)
-            segments = lo
-            if lo == 32:
+            out.segments, top_held = _largest(holds, 1, 32, prober, until)
+            if top_held:
                 notes.append("32 places or more held: segments not measured further")
     except RuntimeError as e:
         notes.append(str(e))
-    return CacheResult(hit1, busf, read_ahead, segments, notes)
+    return out

@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from iolab.characterize.probe import BudgetExhausted, Prober, median
+from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, se_median
 
 
 def wrap(x: float, period: float) -> float:
@@ -288,3 +288,27 @@ def surfaces(sc: Scan) -> Surfaces:
                     f"{len(cyl)} cylinder switches (skew {cyl_skew}) every {heads} tracks "
                     f"(lattice score {support}, next best period {runner_up}) among {len(skews)} "
                     f"boundaries (skew {track_skew})", support, runner_up)
+
+
+def sector_time(prober: Prober, sc: Scan, spt: int, period: float, tracks: int = 9) -> Figure | None:
+    """The time one sector passes, to a small part of itself: on each of
+    the ``tracks`` tracks below the scan's lowest exact boundary, a read of
+    the track's first LBN, then of its last; the replies are spt - 1
+    sector times apart (a revolution more when that is shorter than the
+    drive's overhead). The spt - 1 sectors divide the host's noise."""
+    if not sc.tracks:
+        return None
+    lowest = sc.tracks[-1].first
+    guess = sc.tau_ns or period / spt
+    taus = []
+    for i in range(1, tracks + 1):
+        first = lowest - i * spt
+        if first < 0:
+            break
+        dt = prober.pair(first, first + spt - 1)
+        # The revolutions: whatever makes dt - r T nearest (spt - 1) guess.
+        r = round((dt - (spt - 1) * guess) / period)
+        taus.append((dt - r * period) / (spt - 1))
+    if len(taus) < 3:
+        return None
+    return Figure(median(taus), se_median(taus), len(taus), "ns")

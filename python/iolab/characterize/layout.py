@@ -47,6 +47,11 @@ class Layout:
                 return z
         raise ValueError(f"cylinder {c} is outside the layout")
 
+    def track_first(self, lbn: int) -> int:
+        """The first LBN of the track holding ``lbn``."""
+        z = next(z for z in reversed(self.zones) if z.first_lbn <= lbn)
+        return z.first_lbn + (lbn - z.first_lbn) // z.spt * z.spt
+
     def lbn(self, c: int, h: int, j: int) -> int:
         z = self.zone_of_cyl(c)
         return z.first_lbn + ((c - z.first_cyl) * self.heads + h) * z.spt + j

@@ -114,13 +114,15 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
     bus = c.bus_per_block.value / 1e6 if c else 0.0
     segments = c.segments if c and c.segments else 1
     ra = c.read_ahead if c and c.read_ahead is not None else 0
-    seg_size = max(ra + 1, 1)
+    # The segment as measured; else the extent seen after a one-sector read.
+    seg_size = c.segment_size if c and c.segment_size else max(ra + 1, 1)
+    continuous = 1 if c and c.to_track_end else 3
     enable = 1 if (c is None or c.segments != 0) else 0
     spec_path = out.with_suffix(".diskspecs")
     spec_path.write_text(
         f"# {head}\n"
-        f"# segment size: the cached extent after a one-sector read (request + read-ahead);\n"
-        f"# the drive's real segment may be larger (not measured).\n"
+        "# segment size: the longest read whose first sector is still a hit right after it\n"
+        "# (or, when that was not measured, the extent cached after a one-sector read).\n"
         f"disksim_disk {stem} {{\n"
         f"   Model = source {model_path.name},\n"
         "   Per-request overhead time = 0.000000,\n"
@@ -163,7 +165,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Set watermark by reqsize = 1,\n"
         "   Calc sector by sector = 1,\n"
         f"   Enable caching in buffer = {enable},\n"
-        "   Buffer continuous read = 3,\n"
+        f"   Buffer continuous read = {continuous},\n"
         "   Minimum read-ahead (blks) = 0,\n"
         f"   Maximum read-ahead (blks) = {ra},\n"
         "   Read-ahead over requested = 1,\n"
@@ -229,6 +231,8 @@ def to_json(res: Result) -> dict:
     if res.v0 is not None:
         d["v0_ns"] = None if math.isnan(res.v0.value_ns) else res.v0.value_ns
         d["v0_samples_ns"] = res.v0_samples
+    d["sector_time_ns"] = _fig(res.sector_time)
+    d["spares_per_track"] = res.spares
     d["overhead_ns"] = _fig(res.overhead)
     d["hit_overhead_ns"] = _fig(res.hit_overhead)
     d["head_switch_ns"] = _fig(res.head_switch)
@@ -237,7 +241,9 @@ def to_json(res: Result) -> dict:
     if res.cache is not None:
         c = res.cache
         d["cache"] = {"hit_1_ns": c.hit_1.to_json(), "bus_per_block_ns": c.bus_per_block.to_json(),
-                      "read_ahead": c.read_ahead, "segments": c.segments, "notes": c.notes}
+                      "read_ahead": c.read_ahead, "read_ahead_mid": c.read_ahead_mid,
+                      "to_track_end": c.to_track_end, "segment_size": c.segment_size,
+                      "segments": c.segments, "notes": c.notes}
     if res.solid is not None:
         s = res.solid
         d["solid"] = {

@@ -56,7 +56,10 @@ def summary(res: Result) -> list[str]:
     if res.cache is not None:
         c = res.cache
         out.append(f"  cache: one-sector hit {_ms(c.hit_1)} as the host sees it; bus {c.bus_per_block.value / 1e3:.1f} "
-                   f"us/block; read-ahead {c.read_ahead} sectors; segments {c.segments}")
+                   f"us/block; read-ahead {c.read_ahead} sectors"
+                   + (f" from a track's start, {c.read_ahead_mid} from its middle"
+                      + (" (to the track's end)" if c.to_track_end else "") if c.read_ahead_mid is not None else "")
+                   + f"; segments {c.segments} of {c.segment_size if c.segment_size else '?'} sectors")
         out += [f"    {n}" for n in c.notes]
     if res.solid is not None:
         s = res.solid

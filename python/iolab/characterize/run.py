@@ -50,6 +50,7 @@ class Result:
     head_switch: Figure | None = None
     seeks: list[tuple[int, Figure]] = field(default_factory=list)
     seek_failed: list[int] = field(default_factory=list)
+    seek_checked: list[int] = field(default_factory=list)  # measured three times: out of line with neighbours
     overhead: Figure | None = None  # read miss
     hit_overhead: Figure | None = None
     cache: cache_mod.CacheResult | None = None
@@ -61,6 +62,7 @@ class Result:
     realtime: bool = False
     floor_note: str = ""
     spares: int = 0
+    sector_time: Figure | None = None  # ns, from reads a track apart less one sector
 
     @property
     def spt(self) -> int | None:
@@ -280,13 +282,17 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
                (surf.cyl_skew if surf.cyl_skew is not None else surf.track_skew) * tau_here)
     # Spare sectors: a track whose sectors pass in T/(spt + s) holds s
     # sectors no LBN maps to. Told only where the sector time fixes the
-    # physical count to well under one sector (short tracks).
-    phys = period / sc.tau_ns if sc.tau_ns else spt
-    spares = round(phys) - spt if spt <= 200 and abs(phys - round(phys)) < 0.25 else 0
-    if not 0 <= spares <= 3:
-        spares = 0
-    if spares:
-        res.notes.append(f"sectors pass in T/{phys:.2f}: {spares} spare sector(s) per track of {spt} LBNs")
+    # physical count to well under one sector.
+    res.sector_time = geometry.sector_time(prober, sc, spt, period)
+    spares = 0
+    if res.sector_time is not None:
+        st = res.sector_time
+        phys = period / st.value
+        phys_sd = phys * st.spread / st.value
+        if abs(phys - round(phys)) < 0.25 and phys_sd < 0.25 and 0 <= round(phys) - spt <= 3:
+            spares = round(phys) - spt
+        res.notes.append(f"sectors pass in T/{phys:.2f} (± {phys_sd:.2f}) on tracks of {spt} LBNs: "
+                         + (f"{spares} spare sector(s) per track" if spares else "no spare sector told"))
     res.spares = spares
     tau = period / (spt + spares)
     layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period, spares)
@@ -296,7 +302,8 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     step("cache", prober.elapsed() / prober.budget_s)
     try:
         res.cache = cache_mod.measure(prober, int(n * 0.98), int(n * 0.60), period, tau, jitter,
-                                      until=_until(prober, "cache"))
+                                      until=_until(prober, "cache"), track_first=layout.track_first,
+                                      spt=layout.zones[-1].spt)
     except BudgetExhausted:
         res.notes.append("cache: the budget ran out")
     if res.cache is None:
@@ -361,25 +368,45 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
                 res.head_switch = seek.as_figure(hs, base, period / (layout.zone_of_cyl(base_cyl).spt
                                                                      + layout.zone_of_cyl(base_cyl).spares), sd)
         fracs = [0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6, 0.2, 0.8, 0.3, 0.7]
-        for i, d in enumerate(seek.seek_distances(cyls, quick)):
-            prober.check(until)
-            step(f"seek curve: {d} cylinders", prober.elapsed() / prober.budget_s)
+
+        def seek_at(d: int, i: int) -> Figure | None:
             ca = int((cyls - 1 - d) * fracs[i % len(fracs)])
             cb = ca + d
             za, zb = layout.zone_of_cyl(ca), layout.zone_of_cyl(cb)
             h = i % usable
 
-            def pair(k: int, s: int, ca: int = ca, cb: int = cb, za=za, zb=zb, h: int = h) -> tuple[int, int]:
+            def pair(k: int, s: int) -> tuple[int, int]:
                 ja = za.spt - 1 - k
                 jb = zb.spt - 1 - round(k * zb.spt / za.spt) - s
                 return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
 
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
             f = seek.as_figure(t, base, period / (zb.spt + zb.spares), sd) if t.ok else None
-            if f is not None and f.value > 0:
+            # No threshold, or one below the base: a late reply misled it.
+            return f if f is not None and f.value > 0 else None
+
+        dists = seek.seek_distances(cyls, quick)
+        for i, d in enumerate(dists):
+            prober.check(until)
+            step(f"seek curve: {d} cylinders", prober.elapsed() / prober.budget_s)
+            f = seek_at(d, i)
+            if f is not None:
                 res.seeks.append((d, f))
-            else:  # no threshold, or one below the base: a late reply misled it
+            else:
                 res.seek_failed.append(d)
+        # A threshold a late reply misled and that still held its check
+        # stands out from its neighbours: measured twice more elsewhere on
+        # the stroke, the median of the three is kept.
+        for j in seek.suspects([f.value for _, f in res.seeks]):
+            d, f0 = res.seeks[j]
+            prober.check(until)
+            step(f"seek curve: {d} cylinders again", prober.elapsed() / prober.budget_s)
+            again = [f for f in (seek_at(d, len(dists) + 2 * j + 1), seek_at(d, len(dists) + 2 * j + 2)) if f]
+            if len(again) == 2:
+                res.seeks[j] = (d, sorted([f0, *again], key=lambda f: f.value)[1])
+            elif again:  # the suspect against one other: the other
+                res.seeks[j] = (d, again[0])
+            res.seek_checked.append(d)
     except BudgetExhausted:
         res.notes.append(f"seek: the budget ran out after {len(res.seeks)} distances")
     step("done", 1.0)

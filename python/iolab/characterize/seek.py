@@ -168,3 +168,24 @@ def split_two(values: list[float], least: float) -> float | None:
     gaps = [(b - a, (a + b) / 2) for a, b in zip(v, v[1:])]
     gap, cut = max(gaps)
     return cut if gap > least else None
+
+
+def suspects(values: list[float], tol: float = 0.10) -> list[int]:
+    """Indices of seek times (in order of distance) out of line with their
+    neighbours: outside both neighbours' range widened by ``tol``, or, at
+    either end, more than twice or under half the one neighbour. A seek
+    curve rises with distance but for a few per cent (DiskSim's extracted
+    tables dip now and then), so a point well off both is a threshold a
+    late reply misled."""
+    out = []
+    n = len(values)
+    for i, v in enumerate(values):
+        nb = [values[j] for j in (i - 1, i + 1) if 0 <= j < n]
+        if not nb:
+            continue
+        if len(nb) == 2:
+            if not min(nb) * (1 - tol) <= v <= max(nb) * (1 + tol):
+                out.append(i)
+        elif not nb[0] / 2 <= v <= 2 * nb[0]:
+            out.append(i)
+    return out
