@@ -24,7 +24,9 @@ import json
 import math
 from pathlib import Path
 
+from iolab.characterize import parv
 from iolab.characterize.run import Result
+from iolab.characterize.solid import at_4k
 
 def write_model(res: Result, out: Path, command: str) -> list[Path]:
     """Write the model files for ``res`` as ``out`` with suffixes; returns the files."""
@@ -41,15 +43,23 @@ def write_model(res: Result, out: Path, command: str) -> list[Path]:
         files += _write_diskspecs(res, out, head)
         lines = [f"# {stem}: {head}", "# every figure with its spread: " + jpath.name, "[disk]",
                  f'diskspecs = "{stem}.diskspecs"', "queue_depth = 1"]
-    elif res.solid is not None and res.solid.by_size:
+    elif res.solid is not None and at_4k(res.solid) is not None:
         s = res.solid
-        lat4k = s.by_size[0][1]
+        lat4k = at_4k(s)
+        assert lat4k is not None
         lines = [f"# {stem}: {head}", "# a disk that does not rotate: modelled as a fixed-time device",
                  f"# 4 KiB random read at depth 1: {lat4k.value / 1e6:.4f} ms (+- {lat4k.spread / 1e6:.4f})"]
         for depth, iops, lat in s.by_depth:
             lines.append(f"# depth {depth}: {iops:.0f} IOPS, median latency {lat.value / 1e6:.4f} ms")
         if s.saturation_depth:
             lines.append(f"# throughput saturates at depth {s.saturation_depth} (90% of the best)")
+        if res.ssd is not None:
+            f = res.ssd
+            lines.append(f"# ssd fit (docs/characterize.md): tR {f.read_ns / 1e3:.1f} us, "
+                         f"{f.small_ns_per_byte:.3f} ns/byte small, "
+                         + (f"{f.large_ns_per_byte:.3f} ns/byte large" if f.large_ns_per_byte is not None
+                            else "large sizes not measured")
+                         + "; the [disk] table takes no ssd parameters, so the model is the fixed device")
         lines += ["[disk]", 'preset = "fixed"', f"fixed_ms = {lat4k.value / 1e6:.6f}", "queue_depth = 1"]
     else:
         raise ValueError("nothing measured that makes a model (see the notes)")
@@ -119,15 +129,13 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
     continuous = 1 if c and c.to_track_end else 3
     enable = 1 if (c is None or c.segments != 0) else 0
     spec_path = out.with_suffix(".diskspecs")
-    spec_path.write_text(
-        f"# {head}\n"
-        "# segment size: the longest read whose first sector is still a hit right after it\n"
-        "# (or, when that was not measured, the extent cached after a one-sector read).\n"
+    def block(bulk: float) -> str:
+        return (
         f"disksim_disk {stem} {{\n"
         f"   Model = source {model_path.name},\n"
         "   Per-request overhead time = 0.000000,\n"
         "   Time scale for overheads = 1.000000,\n"
-        f"   Bulk sector transfer time = {bus:.6f},\n"
+        f"   Bulk sector transfer time = {bulk:.6f},\n"
         "   Hold bus entire read xfer = 1,\n"
         "   Hold bus entire write xfer = 1,\n"
         "   Allow almost read hits = 1,\n"
@@ -204,7 +212,18 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Extradisc seek delta = 0.000000,\n"
         "   Minimum seek delay = 0.000000\n"
         f"}} # end of {stem}\n")
-    return [seek_path, model_path, spec_path]
+
+    spec_path.write_text(
+        f"# {head}\n"
+        "# segment size: the longest read whose first sector is still a hit right after it\n"
+        "# (or, when that was not measured, the extent cached after a one-sector read).\n"
+        "# No bus: the bus time per block measured is the disk's own 'Bulk sector transfer time'.\n"
+        + block(bus))
+    # The same disk on a bus, as DiskSim's validation runs place theirs:
+    # the block time on the bus, none in the disk.
+    parv_path = out.with_suffix(".parv")
+    parv_path.write_text(parv.text(stem, head, block(0.0), bus, lay.sectors))
+    return [seek_path, model_path, spec_path, parv_path]
 
 
 def _fig(f) -> dict | None:
@@ -250,5 +269,6 @@ def to_json(res: Result) -> dict:
             "by_size": [{"sectors": n, "median": f.to_json(), "p99_ns": p99} for n, f, p99 in s.by_size],
             "by_depth": [{"depth": q, "iops": iops, "median": f.to_json()} for q, iops, f in s.by_depth],
             "saturation_depth": s.saturation_depth, "notes": s.notes,
+            "ssd_fit": res.ssd.to_json() if res.ssd is not None else None,
         }
     return d

@@ -209,7 +209,7 @@ def table(rows: list) -> list[str]:
     return out
 
 
-def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tuple[Result, Truth, list]:
+def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tuple[Result, Truth | None, list]:
     from iolab._iolab import Emulator
 
     with tempfile.TemporaryDirectory(prefix="iolab-char-") as tmp:
@@ -233,8 +233,10 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
         # every request takes what the hit took the drive (the server's
         # timer is later after a longer sleep), less that time. The command
         # overhead is then measured above this floor.
-        if res.cache is not None and res.host_rtt_ns is not None:
-            service = res.cache.hit_1.value - res.host_rtt_ns
+        served = (res.cache.hit_1.value if res.cache is not None else
+                  solid_at_4k(res))
+        if served is not None and res.host_rtt_ns is not None:
+            service = served - res.host_rtt_ns
             fimage = Path(tmp) / "fixed.img"
             with open(fimage, "wb") as f:
                 f.truncate(1 << 40)
@@ -243,12 +245,6 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
                 with open_device(f"nbd+unix:///?socket={sock}") as dev:
                     floor = host_floor(dev) - service
             set_floor(res, floor)
-    sectors = res.sectors
-    lbns = [int(sectors * (i + 0.5) / 16) for i in range(16)]
-    tr0 = truth(disk, [], [])
-    same_units = res.layout is not None and res.layout.heads == tr0.surfaces
-    dists = sorted(set(deciles(tr0.cylinders)) | {1} | ({d for d, _ in res.seeks} if same_units else set()))
-    tr = truth(disk, lbns, [d for d in dists if d < tr0.cylinders])
     if outdir is not None:
         from iolab.characterize.model import write_model
 
@@ -256,7 +252,64 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
             write_model(res, outdir / Path(disk).stem.replace("#", "_"), f"python -m iolab.characterize.prove {disk}")
         except ValueError as e:
             res.notes.append(f"no model written: {e}")
+    from iolab._iolab import EmuModel
+
+    if not res.rotating and res.ssd is not None and " rpm" not in EmuModel(_disk_json(disk)).describe:
+        return res, None, ssd_rows(res, disk)
+    sectors = res.sectors
+    lbns = [int(sectors * (i + 0.5) / 16) for i in range(16)]
+    tr0 = truth(disk, [], [])
+    same_units = res.layout is not None and res.layout.heads == tr0.surfaces
+    dists = sorted(set(deciles(tr0.cylinders)) | {1} | ({d for d, _ in res.seeks} if same_units else set()))
+    tr = truth(disk, lbns, [d for d in dists if d < tr0.cylinders])
     return res, tr, compare(res, tr)
+
+
+def solid_at_4k(res: Result) -> float | None:
+    from iolab.characterize.solid import at_4k
+
+    f = at_4k(res.solid) if res.solid is not None else None
+    return f.value if f is not None else None
+
+
+def ssd_rows(res: Result, disk: str) -> list[tuple[str, str, str, str, str, bool | None]]:
+    """The ssd fit against the same fit of the model's own latencies (each
+    size read at 21 places, each on a fresh model: depth 1, nothing before
+    it), and tR against the model's description."""
+    import random
+
+    from iolab._iolab import EmuModel
+    from iolab.characterize import solid, ssdfit
+
+    dj = _disk_json(disk)
+    m0 = EmuModel(dj)
+    sectors = m0.capacity_bytes // 512
+    rng = random.Random(7)
+    lat = []
+    for n in solid.SIZES:
+        xs = sorted(EmuModel(dj).charge("read", rng.randrange(sectors // 8 - n) * 4096, n * 512, False, 0)[0]
+                    for _ in range(21))
+        lat.append((n * 512, float(xs[10])))
+    tr = ssdfit.fit(lat, 0.0)
+    got = res.ssd
+    assert tr is not None and got is not None
+    mt = re.search(r"read (\d+) us", m0.describe)
+    rows: list[tuple[str, str, str, str, str, bool | None]] = []
+
+    def row(q: str, t: float, x: float, sd: float | None, unit: str, scale: float) -> None:
+        e = x / t - 1 if t else math.inf
+        rows.append((q, f"{t / scale:.3f} {unit}", f"{x / scale:.3f} {unit}" + (f" ± {sd / scale:.3f}" if sd else ""),
+                     f"{e * 100:+.1f}%", "", None))
+
+    row("page read tR + fixed time (fit of the model's latencies)", tr.read_ns, got.read_ns, got.read_sd, "us", 1e3)
+    if mt:
+        rows.append(("page read tR (the model's parameter)", f"{mt[1]} us", f"{got.read_ns / 1e3:.3f} us",
+                     f"{(got.read_ns / 1e3 / float(mt[1]) - 1) * 100:+.1f}%", "", None))
+    row("ns per byte up to 4 KiB (1/channel + 1/host)", tr.small_ns_per_byte, got.small_ns_per_byte, None, "ns/B", 1)
+    if tr.large_ns_per_byte and got.large_ns_per_byte:
+        row("ns per byte from 64 KiB (1/host + 1/(C channel))", tr.large_ns_per_byte, got.large_ns_per_byte, None,
+            "ns/B", 1)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     from iolab.characterize.report import summary
 
     res, tr, rows = prove(a.disk, a.budget, a.quick, Path(a.output) if a.output else None)
-    print(f"true: {tr.describe}")
+    print(f"true: {tr.describe}" if tr is not None else f"true: {a.disk} (a disk that does not rotate)")
     for line in summary(res):
         print(line)
     for line in table(rows):

@@ -64,11 +64,19 @@ def summary(res: Result) -> list[str]:
     if res.solid is not None:
         s = res.solid
         for n, f, p99 in s.by_size:
-            out.append(f"  {n * 512 // 1024} KiB random read, depth 1: median {_ms(f)}, p99 {p99 / 1e6:.4f} ms")
+            out.append(f"  {n * 512 / 1024:g} KiB random read, depth 1: median {_ms(f)}, p99 {p99 / 1e6:.4f} ms")
         for q, iops, f in s.by_depth:
             out.append(f"  4 KiB random reads at depth {q}: {iops:.0f} IOPS, median latency {_ms(f)}")
         if s.saturation_depth:
             out.append(f"  throughput saturates at depth {s.saturation_depth} (90% of the best)")
         out += [f"  {n}" for n in s.notes]
+    if res.ssd is not None:
+        f = res.ssd
+        out.append(f"  ssd fit: page read (tR) {f.read_ns / 1e3:.1f} us ± {f.read_sd / 1e3:.1f} above the floor; "
+                   f"{f.small_ns_per_byte:.3f} ns/byte up to 4 KiB (1/channel + 1/host)"
+                   + (f", {f.large_ns_per_byte:.3f} ns/byte from 64 KiB (1/host + 1/(channels x channel))"
+                      if f.large_ns_per_byte is not None else "")
+                   + (f"; about {f.parallel_units:.1f} reads served at once" if f.parallel_units else ""))
+        out += [f"  ssd fit: {n}" for n in f.notes]
     out += [f"  note: {n}" for n in res.notes]
     return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from iolab.characterize import cache as cache_mod
-from iolab.characterize import geometry, rotation, seek, solid, zones
+from iolab.characterize import geometry, rotation, seek, solid, ssdfit, zones
 from iolab.characterize.device import Device
 from iolab.characterize.layout import Layout, build
 from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd, se_median
@@ -55,6 +55,7 @@ class Result:
     hit_overhead: Figure | None = None
     cache: cache_mod.CacheResult | None = None
     solid: solid.SolidResult | None = None
+    ssd: ssdfit.SsdFit | None = None
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     reads: int = 0
@@ -74,6 +75,16 @@ def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated 
     res.host_rtt_ns = floor_ns
     res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
     _overheads(res)
+    _fit_ssd(res)
+
+
+def _fit_ssd(res: Result) -> None:
+    """The `ssd` preset's parameters the latency curves tell (ssdfit)."""
+    s = res.solid
+    if s is None or not s.by_size:
+        return
+    res.ssd = ssdfit.fit([(n * 512, f.value) for n, f, _ in s.by_size], res.host_rtt_ns or 0.0,
+                         [(d, iops) for d, iops, _ in s.by_depth])
 
 
 def _overheads(res: Result) -> None:
@@ -235,6 +246,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     if not rot.rotating:
         step("solid-state latency", 0.05)
         res.solid = solid.measure(prober, quick, until=prober.deadline)
+        _fit_ssd(res)
         return
     assert rot.period is not None and rot.sector_time is not None
     period = rot.period.value

@@ -56,6 +56,10 @@ def find_zones(prober: Prober, sectors: int, period: float, spt0: int, jitter: f
             samples.append(Sample(top, s.spt, s.skew))
     except BudgetExhausted:
         complete = False
+    try:
+        _recheck_lone(prober, samples, period, spt0, jitter, until)
+    except BudgetExhausted:
+        complete = False
     good = [s for s in samples if s.spt is not None]
     if not good:
         return [], samples, False
@@ -78,3 +82,23 @@ def find_zones(prober: Prober, sectors: int, period: float, spt0: int, jitter: f
             complete = False
         zones.append(Zone((lo + hi) // 2, b.spt))  # type: ignore[arg-type]
     return zones, samples, complete
+
+
+def _recheck_lone(prober: Prober, samples: list[Sample], period: float, spt0: int, jitter: float,
+                  until: float) -> None:
+    """A sample unlike both its neighbours, which agree with each other, is
+    a zone of its own or a boundary a late reply hid (which doubles the
+    track): two more samples nearby, and the value two of the three give
+    (or none) is kept."""
+    for i in range(1, len(samples) - 1):
+        s = samples[i]
+        # Its nearest neighbours that gave a value.
+        a = next((x for x in reversed(samples[:i]) if x.spt is not None), None)
+        b = next((x for x in samples[i + 1:] if x.spt is not None), None)
+        if s.spt is None or a is None or b is None or a.spt != b.spt or s.spt == a.spt:
+            continue
+        step = 4 * (s.spt or a.spt)
+        got = [s.spt] + [spt_at(prober, s.lbn - k * step, period, period / (a.spt or spt0), jitter, until).spt
+                         for k in (1, 2)]
+        best = max(set(got), key=got.count)
+        samples[i] = Sample(s.lbn, best if got.count(best) >= 2 else None, s.skew)
