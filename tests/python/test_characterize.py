@@ -220,7 +220,7 @@ def test_a_retried_threshold_never_reads_a_pair_again():
     from iolab.characterize import seek
 
     class Flat:  # every pair answers alike: I0 never flips, no threshold holds
-        def pair(self, a, b, delay_ns=0, count=1):
+        def pair(self, a, b, delay_ns=0, count=1, count_b=None):
             return 5_000_000
 
     seen = []
@@ -273,3 +273,25 @@ def test_the_ssd_page_read_is_told_from_latency_by_size():
     # 1/channel + 1/host: 333 MB/s and 1.6 GB/s (ssd.rs) = 3.628 ns per byte.
     assert abs(res.ssd.small_ns_per_byte / 3.628 - 1) < 0.05, res.ssd
     assert res.ssd.parallel_units is None and res.ssd.notes
+
+
+def test_range_sparing_maps_lbns_to_the_cylinders_the_simulator_does():
+    """The Seagate Barracuda keeps 88 spare sectors at the end of each
+    range of 6 cylinders (data/disksim/barracuda.model, sparing scheme 8):
+    the extracted layout with that scheme puts every LBN of its first zone
+    (186 sectors per track, 5 surfaces) on the cylinder the simulator's own
+    layout does, a slipped sector's neighbours aside."""
+    from iolab._iolab import EmuModel
+    from iolab.characterize.layout import build
+    from iolab.characterize.prove import _disk_json
+
+    dj = _disk_json("data/disksim/barracuda.parv")
+    lay = build([(0, 186), (1032496, 185)], 5, 4110000, (0.0, 0.0), 60e9 / 7200, 0, (6, 88))
+    assert lay.zones[0].last_cyl == 1127
+    off = 0
+    for x in range(0, 1032496, 9973):
+        true_cyl = EmuModel(dj).charge("read", x * 512, 512, False, 0)[5]  # a seek from cylinder 0
+        off += lay.cylinder_of(x) != true_cyl
+    assert off <= 2, off
+    # A range's last track is short: its first LBN and the next range's.
+    assert lay.track_first(5491) == 5492 - 98 and lay.track_first(5492) == 5492

@@ -155,11 +155,26 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
         prober.read(x, n)
         return _timed(prober, x, 1) < limit
 
+    def ahead(n: int, q: int) -> bool:
+        x = fresh.take(n + q + 2)
+        prober.read(x, n)
+        return _timed(prober, x + n + q, 1) < limit
+
     try:
         if _majority(lambda: held(1)):
-            out.segment_size, top_held = _largest(held, 1, MAX_PROBE, prober, until)
+            longest, top_held = _largest(held, 1, MAX_PROBE, prober, until)
             if top_held:
                 notes.append(f"a segment holds {MAX_PROBE} sectors or more (not measured further)")
+            # The read-ahead goes on while the reply travels: when the
+            # longest read's first sector is still held, the segment also
+            # holds what was read ahead of it by the time of the re-read.
+            more = 0
+            if out.read_ahead and _majority(lambda: ahead(longest, 0)):
+                more = _largest(lambda q: ahead(longest, q), 1, out.read_ahead, prober, until)[0] + 1
+            out.segment_size = longest + more
+            if more:
+                notes.append(f"segment: a read of {longest} sectors is the longest whose first sector is still "
+                             f"held, with {more} read ahead of it by then")
     except RuntimeError as e:
         notes.append(str(e))
 

@@ -218,15 +218,20 @@ def found_cylinders(sc: Scan) -> bool:
     return s.heads is not None and s.support >= 3 and s.support > s.runner_up
 
 
-def enough_tracks(sc: Scan) -> bool:
-    """When the scan may stop: the surfaces are found, or 64 boundaries
-    have shown no cylinder switch by their skews (the switch times tell
+def enough_tracks(least: int = 64) -> Callable[[Scan], bool]:
+    """When the scan may stop: ``least`` boundaries known, and the surfaces
+    found or no cylinder switch shown by the skews (the switch times tell
     them apart then, if anything does). A scan that has seen switches but
     not three on one lattice goes on (to 128 boundaries): a switch a late
-    reply hid would otherwise double the period."""
-    if found_cylinders(sc):
-        return True
-    return len(sc.tracks) >= 64 and surfaces(sc).cyl_skew is None
+    reply hid would otherwise double the period. ``least`` boundaries let
+    short tracks (spares at a range's end) recur."""
+
+    def enough(sc: Scan) -> bool:
+        if len(sc.tracks) < least:
+            return False
+        return found_cylinders(sc) or surfaces(sc).cyl_skew is None
+
+    return enough
 
 
 def switch_period(pos: list[int], observed: set[int] | None = None) -> tuple[int, int, int, int]:
@@ -290,25 +295,99 @@ def surfaces(sc: Scan) -> Surfaces:
                     f"boundaries (skew {track_skew})", support, runner_up)
 
 
-def sector_time(prober: Prober, sc: Scan, spt: int, period: float, tracks: int = 9) -> Figure | None:
+def sector_time(prober: Prober, track_at: Callable[[int], tuple[int, int]], period: float,
+                tracks: int = 9) -> Figure | None:
     """The time one sector passes, to a small part of itself: on each of
-    the ``tracks`` tracks below the scan's lowest exact boundary, a read of
-    the track's first LBN, then of its last; the replies are spt - 1
-    sector times apart (a revolution more when that is shorter than the
-    drive's overhead). The spt - 1 sectors divide the host's noise."""
-    if not sc.tracks:
-        return None
-    lowest = sc.tracks[-1].first
-    guess = sc.tau_ns or period / spt
+    ``tracks`` tracks (``track_at(k)``: first LBN, LBNs), a read of the
+    track's first LBN, then of its last; the replies are n - 1 sector times
+    apart (a revolution more when that is shorter than the drive's
+    overhead). The n - 1 sectors divide the host's noise."""
     taus = []
-    for i in range(1, tracks + 1):
-        first = lowest - i * spt
-        if first < 0:
-            break
-        dt = prober.pair(first, first + spt - 1)
-        # The revolutions: whatever makes dt - r T nearest (spt - 1) guess.
-        r = round((dt - (spt - 1) * guess) / period)
-        taus.append((dt - r * period) / (spt - 1))
+    for i in range(tracks):
+        first, n = track_at(i)
+        guess = period / n
+        dt = prober.pair(first, first + n - 1)
+        # The revolutions: whatever makes dt - r T nearest (n - 1) guess.
+        r = round((dt - (n - 1) * guess) / period)
+        taus.append((dt - r * period) / (n - 1))
     if len(taus) < 3:
         return None
     return Figure(median(taus), se_median(taus), len(taus), "ns")
+
+
+@dataclass
+class Ranges:
+    """Spare sectors at the end of each range of cylinders (DiskSim's
+    sparing scheme 8): the range's last track holds ``spares`` fewer LBNs;
+    ``anchor`` is the first LBN of a range."""
+
+    cylinders: int
+    spares: int
+    anchor: int
+    seen: int  # short tracks seen
+
+    def per_range(self, heads: int, spt: int) -> int:
+        return self.cylinders * heads * spt - self.spares
+
+
+def short_tracks(sc: Scan, spt: int) -> list[int]:
+    """How many LBNs short the tracks between exact boundaries are, where
+    one is: a gap of one track under ``spt``, or of several whose length
+    is not a whole number of tracks (the scan lost the boundaries around
+    a short track, whose position the next step tells)."""
+    out = []
+    for hi, lo in zip(sc.tracks, sc.tracks[1:]):
+        rem = (hi.first - lo.first) % spt
+        if spt // 8 <= rem < spt - 1:
+            out.append(spt - rem)
+    return out
+
+
+def ranges(sc: Scan, spt: int, heads: int, cyl_skew: int | None) -> Ranges | None:
+    """Range sparing. The range's spares sit at its end, so the phase jumps
+    at the next range's first sector by the cylinder skew and the spares:
+    boundaries with that skew are range starts. Two or more of them, a
+    whole number of ranges apart, give the range; the spares come from the
+    short tracks. None when not seen so (one range start does not tell the
+    range's length)."""
+    shorts = short_tracks(sc, spt)
+    if not shorts or cyl_skew is None or heads < 1:
+        return None
+    spares = Counter(shorts).most_common(1)[0][0]
+    tol = max(sc.tol, 0.03 * spt)
+    want = (cyl_skew + spares) % spt
+    starts = [t.first for t in sc.tracks if abs(wrap(t.skew - want, spt)) <= tol]
+    if len(starts) < 2:
+        return None
+    gap = starts[0] - starts[1]  # descending
+    spc = heads * spt
+    for m in range(1, 6):
+        r, rem = divmod(gap // m + spares, spc)
+        if gap % m == 0 and rem == 0 and r >= 1:
+            if all((x - starts[-1]) % (r * spc - spares) == 0 for x in starts):
+                return Ranges(r, spares, starts[-1], len(starts))
+            return None
+    return None
+
+
+def tracks_below(sc: Scan, spt: int, heads: int, rng: Ranges | None) -> Callable[[int], tuple[int, int]]:
+    """The k-th whole track (k = 0, 1, ...) below the scan's lowest exact
+    boundary: (its first LBN, its LBNs), known from the boundary itself,
+    so free of the layout's rounding; the short track at a range's end is
+    passed over (its read-ahead leaves it early)."""
+    assert sc.tracks
+    found: list[tuple[int, int]] = []
+    top = sc.tracks[-1].first
+    per = rng.per_range(heads, spt) if rng else 0
+
+    def at(k: int) -> tuple[int, int]:
+        nonlocal top
+        while len(found) <= k:
+            short = rng is not None and (top - rng.anchor) % per == 0
+            n = spt - rng.spares if short and rng is not None else spt
+            top -= n
+            if not short:
+                found.append((top, n))
+        return found[k]
+
+    return at

@@ -85,7 +85,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
             "         dm_layout_g1_zone {\n"
             f"            First cylinder number = {z.first_cyl},\n"
             f"            Last cylinder number = {z.last_cyl},\n"
-            f"            Blocks per track = {z.spt + z.spares},\n"
+            f"            Blocks per track = {z.spt + z.track_spares()},\n"
             "            Offset of first block = 0,\n"
             "            Empty space at zone front = 0,\n"
             f"            Skew for track switch = {z.track_skew},\n"
@@ -104,8 +104,8 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"   Block count = {lay.sectors},\n"
         "   Layout Model = dm_layout_g1 {\n"
         "      LBN-to-PBN mapping scheme = 0,\n"
-        f"      Sparing scheme used = {3 if any(z.spares for z in lay.zones) else 0},\n"
-        "      Rangesize for sparing = 1,\n"
+        f"      Sparing scheme used = {8 if lay.range_cyls else 3 if any(z.spares for z in lay.zones) else 0},\n"
+        f"      Rangesize for sparing = {lay.range_cyls or 1},\n"
         "      Zones = [\n" + ",\n".join(zones) + "\n      ]\n"
         "   },\n"
         "   Mechanical Model = dm_mech_g1 {\n"
@@ -128,6 +128,10 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
     seg_size = c.segment_size if c and c.segment_size else max(ra + 1, 1)
     continuous = 1 if c and c.to_track_end else 3
     enable = 1 if (c is None or c.segments != 0) else 0
+    # A drive seen to wait for part of a multi-sector miss before it sends
+    # disconnects and reconnects at that watermark (by request size).
+    w = res.transfer.watermark if res.transfer is not None else None
+    never_disconnect = 1 if w is None else 0
     spec_path = out.with_suffix(".diskspecs")
     def block(bulk: float) -> str:
         return (
@@ -145,7 +149,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Allow read hits on write data = 1,\n"
         "   Allow write prebuffering = 0,\n"
         "   Preseeking level = 0,\n"
-        "   Never disconnect = 1,\n"
+        f"   Never disconnect = {never_disconnect},\n"
         "   Print stats = 1,\n"
         f"   Avg sectors per cylinder = {lay.zones[0].spt * lay.heads},\n"
         "   Max queue length = 1,\n"
@@ -169,7 +173,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"   Segment size (in blks) = {seg_size},\n"
         "   Use separate write segment = 0,\n"
         "   Low (write) water mark = 0.000000,\n"
-        "   High (read) water mark = 0.000000,\n"
+        f"   High (read) water mark = {w or 0.0:.6f},\n"
         "   Set watermark by reqsize = 1,\n"
         "   Calc sector by sector = 1,\n"
         f"   Enable caching in buffer = {enable},\n"
@@ -252,6 +256,8 @@ def to_json(res: Result) -> dict:
         d["v0_samples_ns"] = res.v0_samples
     d["sector_time_ns"] = _fig(res.sector_time)
     d["spares_per_track"] = res.spares
+    d["range_sparing"] = {"cylinders": res.ranges[0], "spares": res.ranges[1]} if res.ranges[0] else None
+    d["transfer"] = res.transfer.to_json() if res.transfer is not None else None
     d["overhead_ns"] = _fig(res.overhead)
     d["hit_overhead_ns"] = _fig(res.hit_overhead)
     d["head_switch_ns"] = _fig(res.head_switch)

@@ -118,7 +118,7 @@ def compare(res: Result, tr: Truth) -> list[tuple[str, str, str, str, str, bool 
         wrong = []
         for x, spt in tr.spt_at.items():
             # The model's sectors per track are physical: LBNs and spares.
-            got = next((z.spt + z.spares for z in reversed(lay.zones) if z.first_lbn <= x), None)
+            got = next((z.spt + z.track_spares() for z in reversed(lay.zones) if z.first_lbn <= x), None)
             if got != spt:
                 wrong.append((x, spt, got))
         rows.append(("sectors per track", f"{len(tr.spt_at)} LBNs sampled",

@@ -46,6 +46,9 @@ def summary(res: Result) -> list[str]:
         out.append(f"  read hit overhead (one-sector hit less the floor and the bus): {_ms(res.hit_overhead)}")
     if res.v0 is not None and res.v0.ok:
         out.append(f"  V0 (a miss on the arm's track): {res.v0.value_ns / 1e6:.4f} ms ± {res.v0.resolution_ns / 1e6:.4f}")
+    if res.transfer is not None:
+        t = res.transfer
+        out.append(f"  multi-sector misses (V at {', '.join(map(str, t.sizes))} sectors): {t.why}")
     if res.head_switch is not None:
         out.append(f"  head switch: {_ms(res.head_switch)}")
     if res.seeks:

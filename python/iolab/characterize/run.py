@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from iolab.characterize import cache as cache_mod
-from iolab.characterize import geometry, rotation, seek, solid, ssdfit, zones
+from iolab.characterize import geometry, rotation, seek, solid, ssdfit, transfer, zones
 from iolab.characterize.device import Device
 from iolab.characterize.layout import Layout, build
 from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd, se_median
@@ -47,6 +47,7 @@ class Result:
     base: seek.Threshold | None = None  # V0 less its sector time: what every V has besides the move
     base_sd: float = 0.0
     v0_samples: list[float] = field(default_factory=list)
+    transfer: transfer.Transfer | None = None
     head_switch: Figure | None = None
     seeks: list[tuple[int, Figure]] = field(default_factory=list)
     seek_failed: list[int] = field(default_factory=list)
@@ -63,6 +64,7 @@ class Result:
     realtime: bool = False
     floor_note: str = ""
     spares: int = 0
+    ranges: tuple[int, int] = (0, 0)  # spares at each range's end: (cylinders, sectors)
     sector_time: Figure | None = None  # ns, from reads a track apart less one sector
 
     @property
@@ -257,7 +259,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     try:
         sc = geometry.scan(prober, int(n * 0.55), period, rot.sector_time.value, jitter,
                            tracks=128, until=_until(prober, "geometry"), bottom=int(n * 0.45),
-                           enough=geometry.enough_tracks)
+                           enough=geometry.enough_tracks(32 if quick else 64))
     except BudgetExhausted:
         res.notes.append("geometry: the budget ran out before any track boundary was found")
         return
@@ -280,7 +282,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     step("zones", prober.elapsed() / prober.budget_s)
     pts = 8 if quick else 24
     zlist, samples, complete = zones.find_zones(prober, n, period, spt, jitter, pts,
-                                                resolution=max(1, spt * heads // 2),
+                                                resolution=max(1, 2 * spt * heads),
                                                 until=_until(prober, "zones"))
     res.zone_samples = samples
     res.zones_complete = complete
@@ -295,19 +297,47 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     # Spare sectors: a track whose sectors pass in T/(spt + s) holds s
     # sectors no LBN maps to. Told only where the sector time fixes the
     # physical count to well under one sector.
-    res.sector_time = geometry.sector_time(prober, sc, spt, period)
+    # Spares at the end of each range of cylinders show as short tracks
+    # recurring among the scan's boundaries.
+    rng = geometry.ranges(sc, spt, heads, surf.cyl_skew)
+    if rng is not None:
+        res.ranges = (rng.cylinders, rng.spares)
+        res.notes.append(f"{rng.seen} range starts (a cylinder skew plus {rng.spares} sectors) {rng.cylinders} "
+                         f"cylinders apart: {rng.spares} spare sectors at the end of each range of "
+                         f"{rng.cylinders} cylinders")
+    else:
+        shorts = geometry.short_tracks(sc, spt)
+        if shorts:
+            res.notes.append(f"{len(shorts)} short track(s) among the boundaries ({shorts} LBNs short), "
+                             "no two range starts: not modelled")
+    # Tracks below the scan's lowest exact boundary, known to the sector:
+    # where the sector time, V0 and the multi-sector misses are measured.
+    below = geometry.tracks_below(sc, spt, heads, rng)
+    used = [0]
+
+    def fresh_tracks() -> Callable[[int], tuple[int, int]]:
+        base = used[0]
+
+        def at(k: int) -> tuple[int, int]:
+            used[0] = max(used[0], base + k + 1)
+            return below(base + k)
+
+        return at
+
+    res.sector_time = geometry.sector_time(prober, fresh_tracks(), period)
     spares = 0
     if res.sector_time is not None:
         st = res.sector_time
         phys = period / st.value
         phys_sd = phys * st.spread / st.value
-        if abs(phys - round(phys)) < 0.25 and phys_sd < 0.25 and 0 <= round(phys) - spt <= 3:
+        if rng is None and abs(phys - round(phys)) < 0.25 and phys_sd < 0.25 and 0 <= round(phys) - spt <= 3:
             spares = round(phys) - spt
         res.notes.append(f"sectors pass in T/{phys:.2f} (± {phys_sd:.2f}) on tracks of {spt} LBNs: "
                          + (f"{spares} spare sector(s) per track" if spares else "no spare sector told"))
     res.spares = spares
     tau = period / (spt + spares)
-    layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period, spares)
+    layout = build([(z.first_lbn, z.spt) for z in zlist], heads, n, skew_ns, period, spares,
+                   res.ranges)
     res.layout = layout
 
     # -- cache (its one-sector hit is the base of every seek) -----------------
@@ -326,21 +356,16 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
 
     # -- the miss overhead: V0, a miss on the track the arm is on -------------
     step("miss overhead", prober.elapsed() / prober.budget_s)
-    v0_cyl = max(1, cyls // 4)
-    v0_zone = layout.zone_of_cyl(v0_cyl)
-    tau0 = period / (v0_zone.spt + v0_zone.spares)
+    tau0 = period / (spt + spares)
     # It is the base of every move, and one threshold a late reply misled
     # can pass its check: the median of five, each on tracks of its own.
     found: list[seek.Threshold] = []
     why = "the budget ran out"
     try:
-        for j in range(7 if quick else 9):
+        for _ in range(7 if quick else 9):
             if len(found) >= 5:
                 break
-            first = v0_cyl * heads + heads - 1 - 128 * j  # each threshold reads at most ~120 tracks
-            if first < 128:
-                break
-            t = seek.robust_threshold(prober, seek.same_track_pairs(layout, first), period, max(2, v0_zone.spt // 8))
+            t = seek.robust_threshold(prober, seek.same_track_pairs(fresh_tracks()), period, max(2, spt // 8))
             if t.ok:
                 found.append(t)
             else:
@@ -356,6 +381,13 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         v0 = seek.Threshold(math.nan, math.nan, 0.0, sum(t.pairs for t in found), False,
                             f"{len(found)} of the thresholds held ({why})")
     _set_base(res, v0, tau0, tau, reads_ahead)
+    if v0.ok:
+        step("multi-sector misses", prober.elapsed() / prober.budget_s)
+        try:
+            res.transfer = transfer.measure(prober, fresh_tracks, period, spt, tau0, res.cache.bus_per_block.value,
+                                            v0, found[0].resolution_ns)
+        except BudgetExhausted:
+            res.notes.append("multi-sector misses: the budget ran out")
 
     # -- head switch, seeks -----------------------------------------------------
     step("head switch, seek curve", prober.elapsed() / prober.budget_s)
@@ -378,7 +410,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             hs = seek.robust_threshold(prober, next_head, period, spt // 2)
             if hs.ok:
                 res.head_switch = seek.as_figure(hs, base, period / (layout.zone_of_cyl(base_cyl).spt
-                                                                     + layout.zone_of_cyl(base_cyl).spares), sd)
+                                                                     + layout.zone_of_cyl(base_cyl).track_spares()), sd)
         fracs = [0.5, 0.25, 0.75, 0.1, 0.9, 0.4, 0.6, 0.2, 0.8, 0.3, 0.7]
 
         def seek_at(d: int, i: int) -> Figure | None:
@@ -393,7 +425,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
                 return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
 
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
-            f = seek.as_figure(t, base, period / (zb.spt + zb.spares), sd) if t.ok else None
+            f = seek.as_figure(t, base, period / (zb.spt + zb.track_spares()), sd) if t.ok else None
             # No threshold, or one below the base: a late reply misled it.
             return f if f is not None and f.value > 0 else None
 
@@ -413,7 +445,10 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             d, f0 = res.seeks[j]
             prober.check(until)
             step(f"seek curve: {d} cylinders again", prober.elapsed() / prober.budget_s)
-            again = [f for f in (seek_at(d, len(dists) + 2 * j + 1), seek_at(d, len(dists) + 2 * j + 2)) if f]
+            # Elsewhere on the stroke (other fractions of it, other surfaces):
+            # a place where the layout misleads the pair misleads it again.
+            i0 = dists.index(d)
+            again = [f for f in (seek_at(d, i0 + 4), seek_at(d, i0 + 7)) if f]
             if len(again) == 2:
                 res.seeks[j] = (d, sorted([f0, *again], key=lambda f: f.value)[1])
             elif again:  # the suspect against one other: the other

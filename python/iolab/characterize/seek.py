@@ -41,10 +41,11 @@ class Threshold:
     why: str = ""
 
 
-def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period: float) -> Threshold:
+def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period: float,
+              count: int = 1) -> Threshold:
     """V for the pairs ``pair_at(0)``, ``pair_at(1)``... (each one fresh and at
-    the same angle)."""
-    i0s = [prober.pair(*pair_at(k)) for k in range(BASE)]
+    the same angle); the target read is of ``count`` sectors."""
+    i0s = [prober.pair(*pair_at(k), count_b=count) for k in range(BASE)]
     spread = max(i0s) - min(i0s)
     if spread > period / 2:
         return Threshold(math.nan, math.nan, spread, BASE, False, "I0 straddles a revolution")
@@ -53,7 +54,7 @@ def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period:
 
     def flipped(delay: float) -> bool:
         nonlocal k
-        i = prober.pair(*pair_at(k), delay_ns=int(delay))
+        i = prober.pair(*pair_at(k), delay_ns=int(delay), count_b=count)
         k += 1
         return i > i0 + period / 2
 
@@ -76,7 +77,7 @@ def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period:
 
 
 def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, int]], period: float,
-                     shift: int) -> Threshold:
+                     shift: int, count: int = 1) -> Threshold:
     """``threshold`` with ``pair_at(k, s)``; if the base pairs straddle a
     revolution, again with the target ``shift`` sectors further round.
     Each attempt goes on from the pairs the last one used: a reference read
@@ -84,7 +85,7 @@ def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, in
     put it."""
     used = 0
     for s in (0, shift, shift // 2, shift + shift // 2):
-        t = threshold(prober, lambda k, s=s, used=used: pair_at(k + used, s), period)
+        t = threshold(prober, lambda k, s=s, used=used: pair_at(k + used, s), period, count)
         used += t.pairs
         if t.ok:
             break
@@ -92,23 +93,20 @@ def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, in
     return t
 
 
-def same_track_pairs(layout, first_track: int) -> Callable[[int, int], tuple[int, int]]:
+def same_track_pairs(track_at: Callable[[int], tuple[int, int]]) -> Callable[[int, int], tuple[int, int]]:
     """Pairs for V0, the threshold of a read that misses on the track the
     arm is on: the target ``b`` is a track's first LBN, the reference ``a``
     half a track after it (``s`` sectors nearer ``b``), pair ``k`` on the
-    ``k``-th track below ``first_track`` (a track never read, below the
-    last pair's). ``b`` comes round half a revolution after ``a``, once
+    track ``track_at(k)`` gives (first LBN, LBNs; a track never read, below
+    the last pair's). ``b`` comes round half a revolution after ``a``, once
     the drive's read-ahead after ``a`` has reached the track's end, so at
     the threshold the read-ahead is still on the track (it stops at the
     track's end only if the miss overhead were under a sector) and the arm
     does not move: V0 = round trip + miss overhead + sector + bus."""
 
     def pair(k: int, s: int) -> tuple[int, int]:
-        t = first_track - k
-        c, h = divmod(t, layout.heads)
-        z = layout.zone_of_cyl(c)
-        b = layout.lbn(c, h, 0)
-        return b + max(1, z.spt // 2 - s), b
+        b, spt = track_at(k)
+        return b + max(1, spt // 2 - s), b
 
     return pair
 

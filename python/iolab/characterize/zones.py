@@ -49,11 +49,13 @@ def find_zones(prober: Prober, sectors: int, period: float, spt0: int, jitter: f
     samples: list[Sample] = []
     complete = True
     try:
-        for i in range(points):
-            top = min(sectors - 1, int(sectors * (i + 0.5) / points))
+        # Spread over the disk, and the very end too: a last zone the
+        # capacity cuts short can be narrower than the spacing.
+        tops = [min(sectors - 1, int(sectors * (i + 0.5) / points)) for i in range(points)] + [sectors - 1]
+        for top in tops:
             tau = period / spt0 if not samples or samples[-1].spt is None else period / samples[-1].spt
             s = spt_at(prober, top, period, tau, jitter, until)
-            samples.append(Sample(top, s.spt, s.skew))
+            samples.append(s)
     except BudgetExhausted:
         complete = False
     try:
@@ -78,9 +80,16 @@ def find_zones(prober: Prober, sectors: int, period: float, spt0: int, jitter: f
                     hi = mid
                 else:
                     break  # a zone between, or a failed sample: leave the bound here
+            # A sample reads the tracks below where it starts, so the
+            # bisection knows the boundary to a few tracks only: the exact
+            # one is where a scan across the window finds the sectors per
+            # track change.
+            exact = _exact_boundary(prober, lo, hi, a.spt, b.spt, period, jitter, until)  # type: ignore[arg-type]
+            if exact is not None:
+                lo = hi = exact
         except BudgetExhausted:
             complete = False
-        zones.append(Zone((lo + hi) // 2, b.spt))  # type: ignore[arg-type]
+        zones.append(Zone((lo + hi + (lo != hi)) // 2, b.spt))  # type: ignore[arg-type]
     return zones, samples, complete
 
 
@@ -102,3 +111,34 @@ def _recheck_lone(prober: Prober, samples: list[Sample], period: float, spt0: in
                          for k in (1, 2)]
         best = max(set(got), key=got.count)
         samples[i] = Sample(s.lbn, best if got.count(best) >= 2 else None, s.skew)
+
+
+def _exact_boundary(prober: Prober, lo: int, hi: int, spt_a: int, spt_b: int, period: float, jitter: float,
+                    until: float) -> int | None:
+    """The first LBN of the zone above (``spt_b`` sectors per track), the
+    one below holding ``spt_a``: a scan down from above ``hi`` finds zone
+    b's track boundaries exactly until its window, set by spt_b, no longer
+    fits; from its lowest, one scan a track deep at a time tells whether
+    the track below holds spt_a sectors (the zone's edge: it is also a
+    range's end, whose last track is short, where a zone ends on one) or
+    spt_b (step down and look again)."""
+    top = hi + 3 * spt_b
+    tracks = (top - lo) // spt_b + 12
+    sb = scan(prober, top, period, period / spt_b, jitter, tracks=tracks, until=until,
+              bottom=max(0, lo - 8 * spt_a), max_reads=40 * tracks)
+    ok = [lo_.first for up, lo_ in zip(sb.tracks, sb.tracks[1:]) if up.first - lo_.first == spt_b]
+    if not ok:
+        return None
+    edge = min(ok)
+    for _ in range(8):
+        sa = scan(prober, edge - 1, period, period / spt_a, jitter, tracks=1, until=until, max_reads=200)
+        if not sa.tracks:
+            return None
+        d = edge - sa.tracks[0].first
+        if d == spt_b:
+            edge = sa.tracks[0].first
+        elif d == spt_a or spt_a // 8 <= d < spt_a:
+            return edge
+        else:
+            return None
+    return None
