@@ -47,7 +47,9 @@ def write_model(res: Result, out: Path, command: str) -> list[Path]:
         s = res.solid
         lat4k = at_4k(s)
         assert lat4k is not None
-        lines = [f"# {stem}: {head}", "# a disk that does not rotate: modelled as a fixed-time device",
+        what = ("a rotating disk that caches whole tracks on a miss (not measurable by this method)"
+                if res.track_caching else "a disk that does not rotate")
+        lines = [f"# {stem}: {head}", f"# {what}: modelled as a fixed-time device",
                  f"# 4 KiB random read at depth 1: {lat4k.value / 1e6:.4f} ms (+- {lat4k.spread / 1e6:.4f})"]
         for depth, iops, lat in s.by_depth:
             lines.append(f"# depth {depth}: {iops:.0f} IOPS, median latency {lat.value / 1e6:.4f} ms")

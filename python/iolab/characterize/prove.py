@@ -161,7 +161,7 @@ def compare(res: Result, tr: Truth) -> list[tuple[str, str, str, str, str, bool 
     return rows
 
 
-def host_floor(dev, n: int = 301) -> float:
+def host_floor(dev, n: int = 151) -> float:
     """Median time of one-sector reads at random places (at real-time
     priority, as the characterization runs)."""
     import random
@@ -233,18 +233,26 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
         # every request takes what the hit took the drive (the server's
         # timer is later after a longer sleep), less that time. The command
         # overhead is then measured above this floor.
+        # The miss overhead comes from V0, whose target's reply waited
+        # about I0: its floor is measured at that service time.
         served = (res.cache.hit_1.value if res.cache is not None else
                   solid_at_4k(res))
         if served is not None and res.host_rtt_ns is not None:
-            service = served - res.host_rtt_ns
             fimage = Path(tmp) / "fixed.img"
             with open(fimage, "wb") as f:
                 f.truncate(1 << 40)
-            with Emulator(str(fimage), socket=str(sock), read_only=True, sync=False, preset="fixed",
-                          fixed_ms=service / 1e6):
-                with open_device(f"nbd+unix:///?socket={sock}") as dev:
-                    floor = host_floor(dev) - service
-            set_floor(res, floor)
+
+            def floor_at(service: float) -> float:
+                with Emulator(str(fimage), socket=str(sock), read_only=True, sync=False, preset="fixed",
+                              fixed_ms=service / 1e6):
+                    with open_device(f"nbd+unix:///?socket={sock}") as dev:
+                        return host_floor(dev) - service
+
+            floor = floor_at(served - res.host_rtt_ns)
+            miss_floor = None
+            if res.v0 is not None and res.v0.ok and math.isfinite(res.v0.i0_ns):
+                miss_floor = floor_at(res.v0.i0_ns - res.host_rtt_ns)
+            set_floor(res, floor, miss_floor_ns=miss_floor)
     if outdir is not None:
         from iolab.characterize.model import write_model
 
@@ -254,7 +262,8 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
             res.notes.append(f"no model written: {e}")
     from iolab._iolab import EmuModel
 
-    if not res.rotating and res.ssd is not None and " rpm" not in EmuModel(_disk_json(disk)).describe:
+    if not res.rotating and not res.track_caching and res.ssd is not None \
+            and " rpm" not in EmuModel(_disk_json(disk)).describe:
         return res, None, ssd_rows(res, disk)
     sectors = res.sectors
     lbns = [int(sectors * (i + 0.5) / 16) for i in range(16)]
@@ -262,7 +271,15 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
     same_units = res.layout is not None and res.layout.heads == tr0.surfaces
     dists = sorted(set(deciles(tr0.cylinders)) | {1} | ({d for d, _ in res.seeks} if same_units else set()))
     tr = truth(disk, lbns, [d for d in dists if d < tr0.cylinders])
-    return res, tr, compare(res, tr)
+    rows = compare(res, tr)
+    # The drive's validation trace beside its .parv: the demerit goal.
+    trace = Path(disk).with_suffix(".trace")
+    written = outdir / (Path(disk).stem.replace("#", "_") + ".parv") if outdir is not None else None
+    if disk.endswith(".parv") and trace.is_file() and written is not None and written.is_file():
+        from iolab.characterize import demerit
+
+        rows += demerit.compare(str(written), disk, str(trace))
+    return res, tr, rows
 
 
 def solid_at_4k(res: Result) -> float | None:

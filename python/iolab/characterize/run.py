@@ -37,6 +37,7 @@ class Result:
     budget_s: float
     rotating: bool = False
     host_rtt_ns: float | None = None
+    miss_floor_ns: float | None = None  # the floor at the V0 pairs' waits, when measured apart
     rot: rotation.Rotation | None = None
     scan: geometry.Scan | None = None
     surf: geometry.Surfaces | None = None
@@ -57,6 +58,7 @@ class Result:
     cache: cache_mod.CacheResult | None = None
     solid: solid.SolidResult | None = None
     ssd: ssdfit.SsdFit | None = None
+    track_caching: bool = False  # rotates, but caches whole tracks on a miss (not measurable here)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     reads: int = 0
@@ -72,12 +74,38 @@ class Result:
         return self.scan.spt() if self.scan else None
 
 
-def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device") -> None:
-    """The command overheads again, above a host floor measured apart."""
+def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device",
+              miss_floor_ns: float | None = None) -> None:
+    """The command overheads again, above a host floor measured apart
+    (``miss_floor_ns``: the floor for the miss overhead, when the host's
+    own time differs at the V0 pairs' longer waits)."""
     res.host_rtt_ns = floor_ns
-    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}"
+    res.miss_floor_ns = miss_floor_ns
+    res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}" + (
+        f"; {miss_floor_ns / 1e3:.0f} us at the V0 pairs' waits" if miss_floor_ns is not None else "")
     _overheads(res)
     _fit_ssd(res)
+
+
+def _track_caching(res: Result, rot: rotation.Rotation) -> None:
+    """A drive that reads a track whole into its cache on a miss (a
+    zero-latency read: DiskSim's "Read any free blocks", the Quantum Atlas
+    10K's and IBM 18ES's) answers every descending read from the cache:
+    they come as fast as hits, while random reads take milliseconds. Such
+    a drive rotates, but the method here, which needs a miss on a track
+    just read, cannot see it: say so rather than call it solid-state."""
+    lat = solid.at_4k(res.solid) if res.solid is not None else None
+    if lat is None or not rot.intervals1:
+        return
+    desc = median(rot.intervals1)
+    if lat.value > 2e6 and desc < lat.value / 4:
+        res.track_caching = True
+        res.notes.append(
+            f"descending reads took {desc / 1e6:.3f} ms, random 4 KiB reads {lat.value / 1e6:.3f} ms: the "
+            "descending reads were cache hits, so the drive reads whole tracks into its cache on a miss "
+            "(zero-latency reads). It rotates, but the rotation, layout and seeks are measured here from misses "
+            "on a track already read, which such a drive never gives: modelled as the fixed device at the "
+            "random read's latency")
 
 
 def _fit_ssd(res: Result) -> None:
@@ -102,7 +130,8 @@ def _overheads(res: Result) -> None:
     if res.base is None or res.v0 is None or not res.v0.ok:
         res.overhead = res.hit_overhead
         return
-    res.overhead = Figure(res.base.value_ns - rtt - bus.value,
+    miss_rtt = res.miss_floor_ns if res.miss_floor_ns is not None else rtt
+    res.overhead = Figure(res.base.value_ns - miss_rtt - bus.value,
                           math.sqrt(res.base.resolution_ns**2 + bus.spread**2 + res.base_sd**2 / 2),
                           res.v0.pairs, "ns")
 
@@ -249,6 +278,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         step("solid-state latency", 0.05)
         res.solid = solid.measure(prober, quick, until=prober.deadline)
         _fit_ssd(res)
+        _track_caching(res, rot)
         return
     assert rot.period is not None and rot.sector_time is not None
     period = rot.period.value
@@ -376,7 +406,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     if len(found) >= 3:
         vs = [t.value_ns for t in found]
         v0 = seek.Threshold(median(vs), math.hypot(found[0].resolution_ns, se_median(vs)), 0.0,
-                            sum(t.pairs for t in found), True)
+                            sum(t.pairs for t in found), True, i0_ns=median([t.i0_ns for t in found]))
     else:
         v0 = seek.Threshold(math.nan, math.nan, 0.0, sum(t.pairs for t in found), False,
                             f"{len(found)} of the thresholds held ({why})")
@@ -420,11 +450,16 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             h = i % usable
 
             def pair(k: int, s: int) -> tuple[int, int]:
-                ja = za.spt - 1 - k
-                jb = zb.spt - 1 - round(k * zb.spt / za.spt) - s
-                return layout.lbn(ca, h, ja), layout.lbn(cb, h, jb % zb.spt)
+                # Each attempt on a surface of its own; within it, both reads
+                # a sector back each pair (fresh), the target's angle to
+                # the reference drifting by the zones' sector times.
+                block, j = divmod(k, seek.BLOCK)
+                hh = (h + block) % usable
+                return layout.lbn(ca, hh, za.spt - 1 - j), layout.lbn(cb, hh, (zb.spt - 1 - j - s) % zb.spt)
 
-            t = seek.robust_threshold(prober, pair, period, zb.spt // 2)
+            tau_a = period / (za.spt + za.track_spares())
+            tau_b = period / (zb.spt + zb.track_spares())
+            t = seek.robust_threshold(prober, pair, period, zb.spt // 2, drift_ns=tau_a - tau_b)
             f = seek.as_figure(t, base, period / (zb.spt + zb.track_spares()), sd) if t.ok else None
             # No threshold, or one below the base: a late reply misled it.
             return f if f is not None and f.value > 0 else None
@@ -441,7 +476,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
         # A threshold a late reply misled and that still held its check
         # stands out from its neighbours: measured twice more elsewhere on
         # the stroke, the median of the three is kept.
-        for j in seek.suspects([f.value for _, f in res.seeks]):
+        for j in seek.suspects([f.value for _, f in res.seeks], [d for d, _ in res.seeks]):
             d, f0 = res.seeks[j]
             prober.check(until)
             step(f"seek curve: {d} cylinders again", prober.elapsed() / prober.budget_s)

@@ -39,13 +39,23 @@ class Threshold:
     pairs: int
     ok: bool
     why: str = ""
+    i0_ns: float = math.nan  # the interval with no delay (what the target's reply waited for)
+
+
+# The pair indices each attempt of robust_threshold may use: more than
+# one threshold reads (BASE + 2 x (STEPS + 2)).
+BLOCK = 32
 
 
 def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period: float,
-              count: int = 1) -> Threshold:
-    """V for the pairs ``pair_at(0)``, ``pair_at(1)``... (each one fresh and at
-    the same angle); the target read is of ``count`` sectors."""
-    i0s = [prober.pair(*pair_at(k), count_b=count) for k in range(BASE)]
+              count: int = 1, drift_ns: float = 0.0) -> Threshold:
+    """V for the pairs ``pair_at(0)``, ``pair_at(1)``... (each one fresh and,
+    but for ``drift_ns`` per pair, at the same angle: pair k's target comes
+    round k drift_ns later relative to its reference than pair 0's: its
+    delay is that much longer and its interval that much less); the target
+    read is of
+    ``count`` sectors."""
+    i0s = [prober.pair(*pair_at(k), count_b=count) - k * drift_ns for k in range(BASE)]
     spread = max(i0s) - min(i0s)
     if spread > period / 2:
         return Threshold(math.nan, math.nan, spread, BASE, False, "I0 straddles a revolution")
@@ -54,7 +64,8 @@ def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period:
 
     def flipped(delay: float) -> bool:
         nonlocal k
-        i = prober.pair(*pair_at(k), delay_ns=int(delay), count_b=count)
+        i = prober.pair(*pair_at(k), delay_ns=int(max(0.0, delay + k * drift_ns)), count_b=count)
+        i -= k * drift_ns
         k += 1
         return i > i0 + period / 2
 
@@ -72,20 +83,21 @@ def threshold(prober: Prober, pair_at: Callable[[int], tuple[int, int]], period:
                 lo = mid
         d_star = (lo + hi) / 2
         if not flipped(max(0.0, d_star - 8 * res)) and flipped(min(period, d_star + 8 * res)):
-            return Threshold(i0 - d_star, res, spread, k, True)
-    return Threshold(i0 - d_star, res, spread, k, False, "the threshold did not hold when checked")
+            return Threshold(i0 - d_star, res, spread, k, True, i0_ns=i0)
+    return Threshold(i0 - d_star, res, spread, k, False, "the threshold did not hold when checked", i0)
 
 
 def robust_threshold(prober: Prober, pair_at: Callable[[int, int], tuple[int, int]], period: float,
-                     shift: int, count: int = 1) -> Threshold:
+                     shift: int, count: int = 1, drift_ns: float = 0.0) -> Threshold:
     """``threshold`` with ``pair_at(k, s)``; if the base pairs straddle a
     revolution, again with the target ``shift`` sectors further round.
-    Each attempt goes on from the pairs the last one used: a reference read
-    again would be a cache hit, which leaves the arm where the last target
-    put it."""
+    Each attempt starts on the next block of BLOCK pair indices: a
+    reference read again would be a cache hit, which leaves the arm where
+    the last target put it."""
     used = 0
-    for s in (0, shift, shift // 2, shift + shift // 2):
-        t = threshold(prober, lambda k, s=s, used=used: pair_at(k + used, s), period, count)
+    for j, s in enumerate((0, shift, shift // 2, shift + shift // 2)):
+        start = j * BLOCK
+        t = threshold(prober, lambda k, s=s, start=start: pair_at(k + start, s), period, count, drift_ns)
         used += t.pairs
         if t.ok:
             break
@@ -168,22 +180,25 @@ def split_two(values: list[float], least: float) -> float | None:
     return cut if gap > least else None
 
 
-def suspects(values: list[float], tol: float = 0.10) -> list[int]:
+def suspects(values: list[float], distances: list[int] | None = None, tol: float = 0.05) -> list[int]:
     """Indices of seek times (in order of distance) out of line with their
-    neighbours: outside both neighbours' range widened by ``tol``, or, at
-    either end, more than twice or under half the one neighbour. A seek
-    curve rises with distance but for a few per cent (DiskSim's extracted
-    tables dip now and then), so a point well off both is a threshold a
-    late reply misled."""
+    neighbours: more than ``tol`` off the line between the two (by
+    distance, when ``distances`` are given), or, at either end, more than
+    twice or under half the one neighbour. A seek curve is smooth but for
+    a few per cent (DiskSim's extracted tables dip and bump now and then;
+    such a point is measured again to no harm), so a point well off the
+    line is a threshold a late reply misled."""
     out = []
     n = len(values)
+    xs = distances if distances is not None else list(range(n))
     for i, v in enumerate(values):
-        nb = [values[j] for j in (i - 1, i + 1) if 0 <= j < n]
-        if not nb:
-            continue
-        if len(nb) == 2:
-            if not min(nb) * (1 - tol) <= v <= max(nb) * (1 + tol):
+        if 0 < i < n - 1:
+            w = (xs[i] - xs[i - 1]) / (xs[i + 1] - xs[i - 1])
+            line = values[i - 1] + w * (values[i + 1] - values[i - 1])
+            if abs(v - line) > tol * line:
                 out.append(i)
-        elif not nb[0] / 2 <= v <= 2 * nb[0]:
-            out.append(i)
+        elif n > 1:
+            nb = values[1] if i == 0 else values[-2]
+            if not nb / 2 <= v <= 2 * nb:
+                out.append(i)
     return out

@@ -115,30 +115,17 @@ def _recheck_lone(prober: Prober, samples: list[Sample], period: float, spt0: in
 
 def _exact_boundary(prober: Prober, lo: int, hi: int, spt_a: int, spt_b: int, period: float, jitter: float,
                     until: float) -> int | None:
-    """The first LBN of the zone above (``spt_b`` sectors per track), the
-    one below holding ``spt_a``: a scan down from above ``hi`` finds zone
-    b's track boundaries exactly until its window, set by spt_b, no longer
-    fits; from its lowest, one scan a track deep at a time tells whether
-    the track below holds spt_a sectors (the zone's edge: it is also a
-    range's end, whose last track is short, where a zone ends on one) or
-    spt_b (step down and look again)."""
+    """The first LBN of the zone above (``spt_b`` sectors per track): a
+    scan down from above ``hi`` finds zone b's track boundaries exactly,
+    each in the window its sectors per track predict, down to the zone's
+    first one; below it the windows no longer fit. The lowest boundary with
+    a track of spt_b sectors above it is the zone's start, when the scan
+    went on below it (else it stopped short: None)."""
     top = hi + 3 * spt_b
     tracks = (top - lo) // spt_b + 12
     sb = scan(prober, top, period, period / spt_b, jitter, tracks=tracks, until=until,
               bottom=max(0, lo - 8 * spt_a), max_reads=40 * tracks)
     ok = [lo_.first for up, lo_ in zip(sb.tracks, sb.tracks[1:]) if up.first - lo_.first == spt_b]
-    if not ok:
+    if not ok or sb.tracks[-1].first >= min(ok) or min(ok) < lo - 2 * spt_a:
         return None
-    edge = min(ok)
-    for _ in range(8):
-        sa = scan(prober, edge - 1, period, period / spt_a, jitter, tracks=1, until=until, max_reads=200)
-        if not sa.tracks:
-            return None
-        d = edge - sa.tracks[0].first
-        if d == spt_b:
-            edge = sa.tracks[0].first
-        elif d == spt_a or spt_a // 8 <= d < spt_a:
-            return edge
-        else:
-            return None
-    return None
+    return min(ok)
