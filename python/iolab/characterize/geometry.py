@@ -211,6 +211,25 @@ class Surfaces:
     runner_up: int = 0  # and the best other period's
 
 
+def track_indices(sc: Scan, spt: int) -> dict[int, int]:
+    """Each exact boundary's track number, counting down from the scan's
+    top: a gap of several tracks holds as many whole tracks as fit, and one
+    more for a part of a track (a short track at a range's end) but not for
+    a sector or two (a slipped defect)."""
+    out = {}
+    idx = 0
+    prev = None
+    for t in sc.tracks:
+        if prev is not None:
+            d = prev - t.first
+            whole, rem = divmod(d, spt)
+            idx += max(1, whole + (1 if rem > spt // 8 and rem < spt - spt // 8 else 0)
+                       + (1 if rem >= spt - spt // 8 else 0))
+        out[t.first] = idx
+        prev = t.first
+    return out
+
+
 def found_cylinders(sc: Scan) -> bool:
     """Enough to tell the surfaces: three cylinder switches on one lattice of
     the period, and no other period explaining them as well."""
@@ -283,9 +302,9 @@ def surfaces(sc: Scan) -> Surfaces:
         return Surfaces(track_skew, None, None, None,
                         f"all {len(skews)} boundaries have skew {track_skew}: track and cylinder switches "
                         "look alike")
-    spt = sc.spt() or 1
-    pos = [round((cyl[0].first - t.first) / spt) for t in cyl]
-    observed = {round((cyl[0].first - t.first) / spt) for t in sc.tracks}
+    index = track_indices(sc, sc.spt() or 1)
+    pos = [index[t.first] - index[cyl[0].first] for t in cyl]
+    observed = {index[t.first] - index[cyl[0].first] for t in sc.tracks}
     heads, support, runner_up, anchor = switch_period(pos, observed)
     on = [t for t, p in zip(cyl, pos) if (p - anchor) % heads == 0] or cyl
     cyl_skew = round(median([t.skew for t in on]))
@@ -356,7 +375,11 @@ def ranges(sc: Scan, spt: int, heads: int, cyl_skew: int | None) -> Ranges | Non
     spares = Counter(shorts).most_common(1)[0][0]
     tol = max(sc.tol, 0.03 * spt)
     want = (cyl_skew + spares) % spt
-    starts = [t.first for t in sc.tracks if abs(wrap(t.skew - want, spt)) <= tol]
+    # Range starts: boundaries whose skew says so, or whose track below is
+    # the short one itself.
+    starts = sorted({t.first for t in sc.tracks if abs(wrap(t.skew - want, spt)) <= tol}
+                    | {hi.first for hi, lo in zip(sc.tracks, sc.tracks[1:]) if hi.first - lo.first == spt - spares},
+                    reverse=True)
     if len(starts) < 2:
         return None
     gap = starts[0] - starts[1]  # descending

@@ -3,10 +3,12 @@
 For a rotating disk: ``NAME.diskspecs`` (a DiskSim 4.0 ``disksim_disk``
 block), ``NAME.model`` (its ``dm_disk``: layout g1, mechanics g1 with the
 seek table), ``NAME.seek`` (DiskSim's extracted-seek table: distance, ms),
-and ``NAME.toml``, whose ``[disk]`` names the .diskspecs -- what
-``iolab compare --disk NAME.toml``, ``iolab recommend --disk NAME.toml``
-and ``iolab run`` take. A .diskspecs carries no bus, so the measured bus
-time per block is its "Bulk sector transfer time".
+``NAME.parv`` (the disk on a bus, as DiskSim's validation runs place
+theirs: :mod:`parv`) and ``NAME.toml``, whose ``[disk]`` names the
+.diskspecs -- what ``iolab compare --disk NAME.toml``, ``iolab recommend
+--disk NAME.toml`` and ``iolab run`` take. A .diskspecs carries no bus, so
+the measured bus time per block is its "Bulk sector transfer time"; in the
+.parv the bus carries it and the disk's is 0.
 
 For a disk that does not rotate: ``NAME.toml`` with ``preset = "fixed"``
 and the measured 4 KiB latency at depth 1 (the one device the simulator has
@@ -130,6 +132,8 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
     seg_size = c.segment_size if c and c.segment_size else max(ra + 1, 1)
     continuous = 1 if c and c.to_track_end else 3
     enable = 1 if (c is None or c.segments != 0) else 0
+    if not enable:  # no cache seen: no read-ahead either (DiskSim refuses one without the other)
+        continuous, ra = 0, 0
     # A drive seen to wait for part of a multi-sector miss before it sends
     # disconnects and reconnects at that watermark (by request size).
     w = res.transfer.watermark if res.transfer is not None else None
