@@ -9,9 +9,9 @@
   middle: a drive that reads to the track's end (DiskSim's "Buffer
   continuous read" 1) reads half a track less from the middle, one that
   reads a fixed count (3, "Maximum read-ahead") the same.
-- Segment size: after a read of N sectors, its first sector is still a hit
-  while N is within the segment (bisection on N); what the read-ahead adds
-  in the moment before the re-read comes off it.
+- Segment size: after a read of N sectors (twice the read-ahead) and a wait
+  for the read-ahead to end, the offsets from its start that still hit are
+  one run: its length (bisection on both ends).
 - Segments: after reads of N places far apart, the first is still a hit
   while N is at most the number of segments (least recently used
   replacement; bisection on N).
@@ -87,16 +87,25 @@ def _timed(prober: Prober, lbn: int, count: int = 1) -> int:
 
 def _largest(test: Callable[[int], bool], lo: int, hi: int, prober: Prober, until: float) -> tuple[int, bool]:
     """The largest n in [lo, hi] with test(n) true, test(lo) being true:
-    doubling from lo, then bisection; each decision the majority of three.
-    Returns (n, whether hi itself held)."""
+    doubling from lo, then bisection; each decision a majority (_majority).
+    The first failure of the doubling is checked at twice its size: a
+    hit there too means the failure was the host's noise, and the doubling
+    goes on (twice at most). Returns (n, whether hi itself held)."""
+    top = hi
     n = max(1, lo)
-    while n < hi:
+    again = 2
+    while n < top:
         prober.check(until)
-        m = min(hi, 2 * n)
-        if not _majority(lambda m=m: test(m)):
-            hi = m
-            break
-        n = m
+        m = min(top, 2 * n)
+        if _majority(lambda m=m: test(m)):
+            n = m
+            continue
+        if again and 2 * m <= top and _majority(lambda m=m: test(2 * m)):
+            again -= 1
+            n = 2 * m
+            continue
+        hi = m
+        break
     else:
         return n, True
     while hi - n > 1:
@@ -129,13 +138,6 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
     busf = figure([(b - a) / (big - 1) for a, b in zip(h1, hn)], "ns")
     margin = max(tau / 2, 4 * jitter, 40_000)
     limit = median(h1) + margin
-    # A read's first sector read again at once, if no longer held, waits
-    # for itself to come round: most of a revolution. That test takes a hit
-    # as anything faster than a quarter of one (a hit the loaded host
-    # answers late is still one; such a miss cannot be that fast). A read
-    # elsewhere that misses can find its sector just arriving: the narrow
-    # limit for those.
-    limit_again = median(h1) + max(margin, period / 4)
     out = CacheResult(hit1, busf, None, None, notes)
 
     def ra_hit(j: int, plus: int) -> bool:
@@ -162,31 +164,52 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
     except RuntimeError as e:
         notes.append(str(e))
 
-    def held(n: int) -> bool:
-        x = fresh.take(n + 1)
-        prober.read(x, n)
-        return _timed(prober, x, 1) < limit_again
+    # Segment size: after a read of n sectors and a wait long enough for
+    # the read-ahead to end, the segment holds one run of sectors; which
+    # offsets from the read's start still hit shows its two ends (a drive
+    # whose read-ahead replaces the request's data drops the front, one
+    # that keeps it stops reading ahead when full). n is twice the
+    # read-ahead, so that one or the other shows within the run.
+    ra = out.read_ahead or 0
+    n = min(MAX_PROBE, max(64, 2 * ra))
+    settle = int(4 * period + 1.5 * (n + ra) * tau)
 
-    def ahead(n: int, q: int) -> bool:
-        x = fresh.take(n + q + 2)
+    def held_at(j: int) -> bool:
+        x = fresh.take(n + ra + (spt or 0) + 2)
         prober.read(x, n)
-        return _timed(prober, x + n + q, 1) < limit
+        prober.wait(settle)
+        return _timed(prober, x + j, 1) < limit
 
     try:
-        if _majority(lambda: held(1)):
-            longest, top_held = _largest(held, 1, MAX_PROBE, prober, until)
-            if top_held:
-                notes.append(f"a segment holds {MAX_PROBE} sectors or more (not measured further)")
-            # The read-ahead goes on while the reply travels: when the
-            # longest read's first sector is still held, the segment also
-            # holds what was read ahead of it by the time of the re-read.
-            more = 0
-            if out.read_ahead and _majority(lambda: ahead(longest, 0)):
-                more = _largest(lambda q: ahead(longest, q), 1, out.read_ahead, prober, until)[0] + 1
-            out.segment_size = longest + more
-            if more:
-                notes.append(f"segment: a read of {longest} sectors is the longest whose first sector is still "
-                             f"held, with {more} read ahead of it by then")
+        # A sector surely held: the read-ahead's last, else the read's last.
+        anchor = next((j for j in (n + ra - 1, n - 1) if _majority(lambda j=j: held_at(j))), None)
+        if anchor is not None:
+            reach = n + ra + (spt or 0) + 1  # past any read-ahead's end (to a track's end at most)
+            lo, hi = anchor, reach  # hit at lo, miss at hi (the run's top)
+            while hi - lo > 1:
+                prober.check(until)
+                mid = (lo + hi) // 2
+                if _majority(lambda mid=mid: held_at(mid)):
+                    lo = mid
+                else:
+                    hi = mid
+            last = lo
+            lo, hi = -1, anchor  # miss at lo (before the run), hit at hi (its bottom)
+            if _majority(lambda: held_at(0)):
+                hi = 0
+            while hi - lo > 1:
+                prober.check(until)
+                mid = (lo + hi) // 2
+                if _majority(lambda mid=mid: held_at(mid)):
+                    hi = mid
+                else:
+                    lo = mid
+            first = hi
+            out.segment_size = last - first + 1
+            notes.append(f"segment: after a read of {n} sectors and the read-ahead, offsets {first}-{last} "
+                         "from its start still hit")
+            if first == 0:
+                notes.append(f"the segment holds {out.segment_size} sectors or more (the read's first still held)")
     except RuntimeError as e:
         notes.append(str(e))
 

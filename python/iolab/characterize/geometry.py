@@ -362,33 +362,58 @@ def short_tracks(sc: Scan, spt: int) -> list[int]:
     return out
 
 
-def ranges(sc: Scan, spt: int, heads: int, cyl_skew: int | None) -> Ranges | None:
-    """Range sparing. The range's spares sit at its end, so the phase jumps
-    at the next range's first sector by the cylinder skew and the spares:
-    boundaries with that skew are range starts. Two or more of them, a
-    whole number of ranges apart, give the range; the spares come from the
-    short tracks. None when not seen so (one range start does not tell the
-    range's length)."""
+def _fits(sc: Scan, spt: int, spares: int, per: int, anchor: int, slack: int = 2) -> bool:
+    """Whether range starts at ``anchor`` + k ``per`` explain every gap
+    between the scan's exact boundaries: each gap holds whole tracks less
+    the spares of the range starts inside it (a slipped defect in a range
+    gives its short track a sector more: ``slack``)."""
+    for hi, lo in zip(sc.tracks, sc.tracks[1:]):
+        d = hi.first - lo.first
+        # Range starts x with the short track below them inside the gap.
+        first = lo.first + spt - spares
+        k0 = -(-(first - anchor) // per)
+        n = 0
+        x = anchor + k0 * per
+        while x <= hi.first:
+            n += 1
+            x += per
+        r = (d + n * spares) % spt
+        if min(r, spt - r) > slack:
+            return False
+    return True
+
+
+def ranges(sc: Scan, spt: int, heads: int, cylinder_start: int | None = None) -> Ranges | None:
+    """Range sparing: spares at each range's end leave its last track short.
+    Among the gaps between the scan's exact boundaries, those a part of a
+    track too long hold a short track, whose place in the gap is not known;
+    the range of the fewest cylinders (up to 24) and the one place of its
+    starts that explain every gap (each whole tracks but for the short ones
+    the starts put in it) is the sparing. None when no short track was seen
+    or when no range, or more than one place, explains them all (then it is
+    not modelled). A range starts on a cylinder: with ``cylinder_start``
+    (an exact boundary that starts one), only the places a whole number of
+    cylinders from it are tried."""
     shorts = short_tracks(sc, spt)
-    if not shorts or cyl_skew is None or heads < 1:
+    if len(shorts) < 2 or heads < 1:
         return None
     spares = Counter(shorts).most_common(1)[0][0]
-    tol = max(sc.tol, 0.03 * spt)
-    want = (cyl_skew + spares) % spt
-    # Range starts: boundaries whose skew says so, or whose track below is
-    # the short one itself.
-    starts = sorted({t.first for t in sc.tracks if abs(wrap(t.skew - want, spt)) <= tol}
-                    | {hi.first for hi, lo in zip(sc.tracks, sc.tracks[1:]) if hi.first - lo.first == spt - spares},
-                    reverse=True)
-    if len(starts) < 2:
+    gaps = [(hi.first, lo.first) for hi, lo in zip(sc.tracks, sc.tracks[1:])
+            if abs((hi.first - lo.first) % spt - (spt - spares)) <= 2]
+    if len(gaps) < 2:
         return None
-    gap = starts[0] - starts[1]  # descending
-    spc = heads * spt
-    for m in range(1, 6):
-        r, rem = divmod(gap // m + spares, spc)
-        if gap % m == 0 and rem == 0 and r >= 1:
-            if all((x - starts[-1]) % (r * spc - spares) == 0 for x in starts):
-                return Ranges(r, spares, starts[-1], len(starts))
+    hi0, lo0 = gaps[-1]  # the lowest: a range start lies in it, after a short track
+    places = list(range(lo0 + spt - spares, hi0 + 1, spt))
+    index = track_indices(sc, spt)
+    if cylinder_start is not None and cylinder_start in index:
+        # A place x is (hi0 - x) / spt tracks below the gap's top boundary.
+        places = [x for x in places if (index[hi0] + (hi0 - x) // spt - index[cylinder_start]) % heads == 0]
+    for r in range(1, 25):
+        per = r * heads * spt - spares
+        fits = [x for x in places if _fits(sc, spt, spares, per, x)]
+        if len(fits) == 1:
+            return Ranges(r, spares, fits[0], len(gaps))
+        if len(fits) > 1:
             return None
     return None
 

@@ -329,17 +329,16 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
     # physical count to well under one sector.
     # Spares at the end of each range of cylinders show as short tracks
     # recurring among the scan's boundaries.
-    rng = geometry.ranges(sc, spt, heads, surf.cyl_skew)
+    rng = geometry.ranges(sc, spt, heads, surf.cylinder_start)
     if rng is not None:
         res.ranges = (rng.cylinders, rng.spares)
-        res.notes.append(f"{rng.seen} range starts (a cylinder skew plus {rng.spares} sectors) {rng.cylinders} "
-                         f"cylinders apart: {rng.spares} spare sectors at the end of each range of "
-                         f"{rng.cylinders} cylinders")
+        res.notes.append(f"{rng.seen} tracks {rng.spares} LBNs short among the boundaries, placed by one range: "
+                         f"{rng.spares} spare sectors at the end of each range of {rng.cylinders} cylinders")
     else:
         shorts = geometry.short_tracks(sc, spt)
         if shorts:
             res.notes.append(f"{len(shorts)} short track(s) among the boundaries ({shorts} LBNs short), "
-                             "no two range starts: not modelled")
+                             "placed by no one range: not modelled")
     # Tracks below the scan's lowest exact boundary, known to the sector:
     # where the sector time, V0 and the multi-sector misses are measured.
     below = geometry.tracks_below(sc, spt, heads, rng)
@@ -354,7 +353,7 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
 
         return at
 
-    res.sector_time = geometry.sector_time(prober, fresh_tracks(), period)
+    res.sector_time = geometry.sector_time(prober, fresh_tracks(), period, tracks=5 if quick else 15)
     spares = 0
     if res.sector_time is not None:
         st = res.sector_time
