@@ -157,10 +157,13 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
             half = spt // 2
             out.read_ahead_mid = (_largest(lambda j: ra_hit(j, half), 1, out.read_ahead, prober, until)[0]
                                   if _majority(lambda: ra_hit(1, half)) else 0)
-            # To the track's end: from the start spt - 1 sectors, from the
-            # middle half a track fewer (a sector's slack either way).
-            out.to_track_end = (abs(out.read_ahead - (spt - 1)) <= 1
-                                and abs(out.read_ahead_mid - (spt - 1 - half)) <= 1)
+            # To the track's end: from the start about spt - 1 sectors, from
+            # the middle half a track fewer; a fixed count reads as many from
+            # either. Whichever the middle's figure is nearer (each figure
+            # can be a few sectors short: a late reply stops a search early).
+            out.to_track_end = (abs(out.read_ahead - (spt - 1)) <= max(1, spt // 10)
+                                and abs(out.read_ahead_mid - (out.read_ahead - half))
+                                < abs(out.read_ahead_mid - out.read_ahead))
     except RuntimeError as e:
         notes.append(str(e))
 

@@ -225,8 +225,8 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
 
     spec_path.write_text(
         f"# {head}\n"
-        "# segment size: the longest read whose first sector is still a hit right after it\n"
-        "# (or, when that was not measured, the extent cached after a one-sector read).\n"
+        "# segment size: the run of sectors still held after a read of twice the read-ahead and its\n"
+        "# read-ahead (or, when that was not measured, the extent cached after a one-sector read).\n"
         "# No bus: the bus time per block measured is the disk's own 'Bulk sector transfer time'.\n"
         + block(bus))
     # The same disk on a bus, as DiskSim's validation runs place theirs:

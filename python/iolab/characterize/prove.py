@@ -161,9 +161,9 @@ def compare(res: Result, tr: Truth) -> list[tuple[str, str, str, str, str, bool 
     return rows
 
 
-def host_floor(dev, n: int = 151) -> float:
-    """Median time of one-sector reads at random places (at real-time
-    priority, as the characterization runs)."""
+def host_floor(dev, n: int = 151, count: int = 1) -> float:
+    """Median time of reads of ``count`` sectors at random places (at
+    real-time priority, as the characterization runs)."""
     import random
     import time
 
@@ -174,9 +174,9 @@ def host_floor(dev, n: int = 151) -> float:
     restore = _realtime(Result("", "", 0, 0))
     try:
         for _ in range(n):
-            x = rng.randrange(dev.sectors)
+            x = rng.randrange(dev.sectors - count)
             t0 = time.monotonic_ns()
-            lat.append(dev.read(x, 1) - t0)
+            lat.append(dev.read(x, count) - t0)
     finally:
         restore()
     lat.sort()
@@ -242,17 +242,22 @@ def prove(disk: str, budget_min: float, quick: bool, outdir: Path | None) -> tup
             with open(fimage, "wb") as f:
                 f.truncate(1 << 40)
 
-            def floor_at(service: float) -> float:
+            def floor_at(service: float, count: int = 1) -> float:
                 with Emulator(str(fimage), socket=str(sock), read_only=True, sync=False, preset="fixed",
                               fixed_ms=service / 1e6):
                     with open_device(f"nbd+unix:///?socket={sock}") as dev:
-                        return host_floor(dev) - service
+                        return host_floor(dev, count=count) - service
 
             floor = floor_at(served - res.host_rtt_ns)
             miss_floor = None
             if res.v0 is not None and res.v0.ok and math.isfinite(res.v0.i0_ns):
                 miss_floor = floor_at(res.v0.i0_ns - res.host_rtt_ns)
-            set_floor(res, floor, miss_floor_ns=miss_floor)
+            by_size = None
+            if res.solid is not None:
+                # A larger read costs the host (the socket, the client's
+                # copy) more: its floor is measured at each size.
+                by_size = {n: floor_at(f.value - floor, n) for n, f, _ in res.solid.by_size}
+            set_floor(res, floor, miss_floor_ns=miss_floor, by_size=by_size)
     if outdir is not None:
         from iolab.characterize.model import write_model
 

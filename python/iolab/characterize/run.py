@@ -38,6 +38,7 @@ class Result:
     rotating: bool = False
     host_rtt_ns: float | None = None
     miss_floor_ns: float | None = None  # the floor at the V0 pairs' waits, when measured apart
+    floor_by_size: dict[int, float] | None = None  # sectors -> the floor of a read of that size
     rot: rotation.Rotation | None = None
     scan: geometry.Scan | None = None
     surf: geometry.Surfaces | None = None
@@ -75,12 +76,14 @@ class Result:
 
 
 def set_floor(res: Result, floor_ns: float, how: str = "measured on an emulated fixed-time device",
-              miss_floor_ns: float | None = None) -> None:
+              miss_floor_ns: float | None = None, by_size: dict[int, float] | None = None) -> None:
     """The command overheads again, above a host floor measured apart
     (``miss_floor_ns``: the floor for the miss overhead, when the host's
-    own time differs at the V0 pairs' longer waits)."""
+    own time differs at the V0 pairs' longer waits; ``by_size``: the floor
+    of a read of each size, sectors to ns, for the latency curves)."""
     res.host_rtt_ns = floor_ns
     res.miss_floor_ns = miss_floor_ns
+    res.floor_by_size = by_size
     res.floor_note = f"{floor_ns / 1e3:.0f} us, {how}" + (
         f"; {miss_floor_ns / 1e3:.0f} us at the V0 pairs' waits" if miss_floor_ns is not None else "")
     _overheads(res)
@@ -113,8 +116,12 @@ def _fit_ssd(res: Result) -> None:
     s = res.solid
     if s is None or not s.by_size:
         return
-    res.ssd = ssdfit.fit([(n * 512, f.value) for n, f, _ in s.by_size], res.host_rtt_ns or 0.0,
-                         [(d, iops) for d, iops, _ in s.by_depth])
+    if res.floor_by_size:
+        sizes = [(n * 512, f.value - res.floor_by_size.get(n, res.host_rtt_ns or 0.0)) for n, f, _ in s.by_size]
+        floor = 0.0
+    else:
+        sizes, floor = [(n * 512, f.value) for n, f, _ in s.by_size], res.host_rtt_ns or 0.0
+    res.ssd = ssdfit.fit(sizes, floor, [(d, iops) for d, iops, _ in s.by_depth])
 
 
 def _overheads(res: Result) -> None:
