@@ -12,8 +12,9 @@ by w sectors of media and then n blocks of bus:
 
     dV/dn = w tau + bus      (when that exceeds max(tau, bus))
 
-so w = (dV/dn - bus) / tau. A slope within the noise of max(tau, bus) is
-the drive that does not wait: no watermark is written.
+so w = (dV/dn - bus) / tau. A slope within the noise of max(tau, bus),
+and the host's own cost per block of the reply, is the drive that does
+not wait: no watermark is written.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ def _slope(xs: list[float], ys: list[float]) -> float:
 
 
 def measure(prober: Prober, fresh_tracks: Callable[[], Callable[[int], tuple[int, int]]], period: float, spt: int,
-            tau: float, bus_ns: float, v1: seek.Threshold, resolution_ns: float) -> Transfer | None:
+            tau: float, bus_ns: float, v1: seek.Threshold, resolution_ns: float,
+            host_block_ns: float = 0.0) -> Transfer | None:
     """V for targets of spt/8 and spt/4 sectors (three thresholds each, on
     tracks ``fresh_tracks()`` gives), with ``v1`` (V0, one sector) beside
     them."""
@@ -66,8 +68,11 @@ def measure(prober: Prober, fresh_tracks: Callable[[], Callable[[int], tuple[int
     slope = _slope([float(n) for n in sizes], vs)
     # The spread: the thresholds' resolution over the span of sizes.
     sd = math.sqrt(2) * resolution_ns / (sizes[-1] - sizes[0])
+    # The host's own cost per block of a reply (the socket, the client's
+    # copy: up to ``host_block_ns``) is in the measured bus time and, in
+    # full, in the slope of a drive that does not wait: the margin allows it.
     plain = max(tau, bus_ns)
-    if slope > plain + 3 * sd + 0.05 * plain:
+    if slope > plain + 3 * sd + 0.05 * plain + host_block_ns:
         w = min(1.0, max(0.0, (slope - bus_ns) / tau))
         why = (f"{slope / 1e3:.1f} us per sector against max(sector {tau / 1e3:.1f}, bus {bus_ns / 1e3:.1f}): "
                f"the drive waits for {w:.2f} of the request before it sends")
