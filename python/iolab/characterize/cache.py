@@ -108,14 +108,21 @@ def _largest(test: Callable[[int], bool], lo: int, hi: int, prober: Prober, unti
         break
     else:
         return n, True
-    while hi - n > 1:
+    return _edge(test, n, hi, True, prober, until), False
+
+
+def _edge(test: Callable[[int], bool], lo: int, hi: int, lo_answer: bool, prober: Prober, until: float) -> int:
+    """Bisection between lo, where test answers ``lo_answer``, and hi, where
+    it answers the other (each decision a majority): the last index with
+    lo's answer."""
+    while hi - lo > 1:
         prober.check(until)
-        mid = (n + hi) // 2
-        if _majority(lambda mid=mid: test(mid)):
-            n = mid
+        mid = (lo + hi) // 2
+        if _majority(lambda mid=mid: test(mid)) == lo_answer:
+            lo = mid
         else:
             hi = mid
-    return n, False
+    return lo
 
 
 def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, jitter: float,
@@ -188,26 +195,10 @@ def measure(prober: Prober, top: int, bottom: int, period: float, tau: float, ji
         anchor = next((j for j in (n + ra - 1, n - 1) if _majority(lambda j=j: held_at(j))), None)
         if anchor is not None:
             reach = n + ra + (spt or 0) + 1  # past any read-ahead's end (to a track's end at most)
-            lo, hi = anchor, reach  # hit at lo, miss at hi (the run's top)
-            while hi - lo > 1:
-                prober.check(until)
-                mid = (lo + hi) // 2
-                if _majority(lambda mid=mid: held_at(mid)):
-                    lo = mid
-                else:
-                    hi = mid
-            last = lo
-            lo, hi = -1, anchor  # miss at lo (before the run), hit at hi (its bottom)
-            if _majority(lambda: held_at(0)):
-                hi = 0
-            while hi - lo > 1:
-                prober.check(until)
-                mid = (lo + hi) // 2
-                if _majority(lambda mid=mid: held_at(mid)):
-                    hi = mid
-                else:
-                    lo = mid
-            first = hi
+            # The run's top: held at the anchor, not at reach.
+            last = _edge(held_at, anchor, reach, True, prober, until)
+            # Its bottom: not held before offset 0, held at the anchor.
+            first = 0 if _majority(lambda: held_at(0)) else _edge(held_at, -1, anchor, False, prober, until) + 1
             out.segment_size = last - first + 1
             notes.append(f"segment: after a read of {n} sectors and the read-ahead, offsets {first}-{last} "
                          "from its start still hit")

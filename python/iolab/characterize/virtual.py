@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from iolab.characterize.device import SECTOR, Device, DeviceError
+from iolab.characterize.device import SECTOR, Device
 
 
 class VirtualDevice(Device):
@@ -41,11 +41,7 @@ class VirtualDevice(Device):
         self._now = max(self._now, t_ns)
 
     def read(self, lbn: int, count: int = 1) -> int:
-        if lbn < 0 or count < 1 or lbn + count > self.sectors:
-            raise DeviceError(f"{self.name}: read of {count} sector(s) at {lbn} is outside the device "
-                              f"({self.sectors} sectors)")
-        self.reads += 1
-        self.sectors_read += count
+        self._count(lbn, count)
         arrive = self._now + self.send_ns
         if self._late and self._rng is not None and self._rng.random() < self._late[0]:
             arrive += self._rng.randrange(self._late[1])  # the host sent it late
