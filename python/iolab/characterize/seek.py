@@ -161,7 +161,10 @@ def switch_times(prober: Prober, firsts: list[int], spt: int, period: float,
             prober.check(until)
 
         def pair(k: int, s: int, b: int = b) -> tuple[int, int]:
-            return b + 40 - k, b - spt + spt // 2 - k - s
+            # Each attempt's block of pairs further from the boundary on
+            # both tracks, so that no sector is read twice.
+            block, j = divmod(k, BLOCK)
+            return b + 40 + BLOCK * block - j, b - spt + spt // 2 - j - BLOCK * block - s
 
         t = robust_threshold(prober, pair, period, spt // 4)
         if t.ok:
