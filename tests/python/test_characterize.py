@@ -366,3 +366,29 @@ def test_long_seeks_across_zones_of_unlike_sectors_per_track_are_measured():
     for cyl, ns in tr.seek_at.items():
         got = _interp(sorted(res.seeks), 4 * cyl)
         assert got is not None and abs(got[0] / ns - 1) <= 0.05, (cyl, ns, got)
+
+
+def test_spare_cylinders_between_zones_are_told_by_the_move_across():
+    """The HP C2247A keeps spare tracks at the end of each zone (sparing
+    scheme 1): its first zone's 325 are 25 cylinders no LBN maps to, which
+    the move across the boundary shows (the seek of 26 cylinders, not 1);
+    with them in the layout the seek table's distances are the drive's."""
+    from iolab.characterize.run import characterize
+
+    res = characterize(_virtual("data/disksim/hp_c2247a.parv"), 600)
+    z = res.layout.zones
+    assert 23 <= z[1].first_cyl - z[0].last_cyl - 1 <= 27, [(x.first_cyl, x.last_cyl) for x in z]
+    assert not _deciles_within(res, "data/disksim/hp_c2247a.parv")
+
+
+def test_a_seek_table_is_inverted_and_relabelled_across_gaps():
+    from iolab.characterize.probe import Figure
+    from iolab.characterize.seek import distance_for, relabel
+
+    table = [(1, 2.0e6), (2, 3.0e6), (10, 4.0e6), (26, 5.5e6)]
+    assert distance_for(table, 5.0e6) == 10 + (1.0 / 1.5) * 16
+    assert distance_for(table, 6.0e6) is None
+    f1, f2 = Figure(2.0e6, 0, 1, "ns"), Figure(9.0e6, 0, 1, "ns")
+    # Zones start at cylinders 0 and 100; 25 cylinders left out before the second.
+    places = {id(f1): (40, 41), id(f2): (90, 190)}
+    assert relabel([(1, f1), (100, f2)], places, {1: 25}, [0, 100]) == [(1, f1), (125, f2)]

@@ -85,6 +85,15 @@ class Layout:
         # The range's last track is the short one, so this holds on it too.
         return z.first_lbn + r * per + rem // z.spt * z.spt
 
+    def with_gaps(self, gaps: dict[int, int]) -> Layout:
+        """The layout with ``gaps[i]`` cylinders no LBN maps to before zone
+        i (spare tracks at the end of the zone before)."""
+        zones, by = [], 0
+        for i, z in enumerate(self.zones):
+            by += gaps.get(i, 0)
+            zones.append(_shifted(z, by))
+        return Layout(self.heads, zones, self.sectors)
+
     def cylinder_of(self, lbn: int) -> int:
         """The cylinder holding ``lbn``."""
         z = self.zone_of_lbn(lbn)
@@ -102,6 +111,11 @@ class Layout:
             return z.first_lbn + (cz * self.heads + h) * z.spt + j
         r, within = divmod(cz, z.range_cyls)
         return z.first_lbn + r * z.range_lbns(self.heads) + (within * self.heads + h) * z.spt + j
+
+
+def _shifted(z: LZone, by: int) -> LZone:
+    return LZone(z.first_cyl + by, z.last_cyl + by, z.spt, z.first_lbn, z.track_skew, z.cyl_skew, z.spares,
+                 z.range_cyls)
 
 
 def _cylinders(span: int, spt: int, heads: int, ranges: tuple[int, int], last: bool) -> int:

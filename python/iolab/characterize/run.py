@@ -472,8 +472,28 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             t = seek.robust_threshold(prober, pair, period, zb.spt // 2, drift_ns=tau_a - tau_b)
             f = seek.as_figure(t, base, period / (zb.spt + zb.track_spares()), sd) if t.ok else None
             # No threshold, or one below the base: a late reply misled it.
-            return f if f is not None and f.value > 0 else None
+            if f is None or f.value <= 0:
+                return None
+            places[id(f)] = (ca, cb)
+            return f
 
+        def cross_at(c: int, i: int) -> Figure | None:
+            """The move from cylinder c's last track to c + 1's first (the
+            next zone's), at surface i."""
+            za, zb = layout.zone_of_cyl(c), layout.zone_of_cyl(c + 1)
+            h = i % usable
+
+            def pair(k: int, s: int) -> tuple[int, int]:
+                block, j = divmod(k, seek.BLOCK)
+                return (layout.lbn(c - block, h, za.spt - 1 - j),
+                        layout.lbn(c + 1 + block, h, (zb.spt - 1 - j - s) % zb.spt))
+
+            tau_a = period / (za.spt + za.track_spares())
+            tau_b = period / (zb.spt + zb.track_spares())
+            t = seek.robust_threshold(prober, pair, period, zb.spt // 2, drift_ns=tau_a - tau_b)
+            return seek.as_figure(t, base, tau_b, sd) if t.ok else None
+
+        places: dict[int, tuple[int, int]] = {}
         dists = seek.seek_distances(cyls, quick)
         for i, d in enumerate(dists):
             prober.check(until)
@@ -499,6 +519,46 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             elif again:  # the suspect against one other: the other
                 res.seeks[j] = (d, again[0])
             res.seek_checked.append(d)
+        # Cylinders no LBN maps to between zones (spare tracks at a zone's
+        # end): the move across each zone boundary, a cylinder in the
+        # extracted layout, is the seek of as many cylinders as it takes.
+        if len(layout.zones) > 1 and len(res.seeks) >= 8:
+            step("zone boundaries: spare cylinders", prober.elapsed() / prober.budget_s)
+            gaps = _zone_gaps(res, layout, cross_at, until, prober)
+            if gaps:
+                firsts = [z.first_cyl for z in layout.zones]
+                res.seeks = seek.relabel(res.seeks, places, gaps, firsts)
+                res.layout = layout = layout.with_gaps(gaps)
     except BudgetExhausted:
         res.notes.append(f"seek: the budget ran out after {len(res.seeks)} distances")
     step("done", 1.0)
+
+
+def _zone_gaps(res: Result, layout: Layout, cross_at: Callable[[int, int], Figure | None], until: float,
+               prober: Prober) -> dict[int, int]:
+    """Cylinders left out after each zone (index of the zone after them ->
+    cylinders): the move across the boundary measured on two surfaces,
+    the two agreeing within 15%, turned into a distance through the seek
+    table; told only from two cylinders up and when the move is clearly
+    longer than the table's one-cylinder seek (a gap of one costs the
+    Barracuda 13 us, under the host's noise)."""
+    one = dict(res.seeks).get(1)
+    if one is None:
+        return {}
+    table = [(d, f.value) for d, f in res.seeks]
+    gaps: dict[int, int] = {}
+    for zi in range(1, len(layout.zones)):
+        prober.check(until)
+        c = layout.zones[zi].first_cyl - 1
+        moves = [f.value for f in (cross_at(c, zi), cross_at(c, zi + 1)) if f is not None]
+        if len(moves) < 2 or abs(moves[0] - moves[1]) > 0.15 * max(moves):
+            continue
+        move = sum(moves) / 2
+        if move < one.value + max(100_000.0, 0.1 * one.value):
+            continue
+        d = seek.distance_for(table, move)
+        if d is not None and round(d) - 1 >= 2:
+            gaps[zi] = round(d) - 1
+            res.notes.append(f"zone {zi + 1} starts {gaps[zi]} cylinders after the last LBN's: the move across "
+                             f"its boundary takes {move / 1e6:.3f} ms, the seek of {d:.0f} cylinders")
+    return gaps

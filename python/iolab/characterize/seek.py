@@ -205,3 +205,30 @@ def suspects(values: list[float], distances: list[int] | None = None, tol: float
             if not nb / 2 <= v <= 2 * nb:
                 out.append(i)
     return out
+
+
+def distance_for(table: list[tuple[int, float]], t_ns: float) -> float | None:
+    """The distance at which the seek table (distance, ns; by distance)
+    first reaches ``t_ns``, on the line between its points; None beyond it."""
+    for (d0, t0), (d1, t1) in zip(table, table[1:]):
+        if t0 <= t_ns <= t1 and t1 > t0:
+            return d0 + (t_ns - t0) / (t1 - t0) * (d1 - d0)
+    return None
+
+
+def relabel(seeks: list[tuple[int, Figure]], places: dict[int, tuple[int, int]], gaps: dict[int, int],
+            zone_firsts: list[int]) -> list[tuple[int, Figure]]:
+    """The seek table's distances once cylinders are left out between
+    zones: each point's two cylinders (in the layout before; ``places``:
+    id of the figure -> them) are as many further apart as the gaps
+    between them. ``zone_firsts``: the zones' first cylinders in the
+    layout before; ``gaps``: zone index -> the cylinders left out before
+    it."""
+    def moved(c: int) -> int:
+        return c + sum(g for zi, g in gaps.items() if zone_firsts[zi] <= c)
+
+    out: dict[int, Figure] = {}
+    for d, f in seeks:
+        ca, cb = places.get(id(f), (0, d))
+        out.setdefault(moved(cb) - moved(ca), f)
+    return sorted(out.items())
