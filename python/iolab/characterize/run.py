@@ -26,7 +26,7 @@ from iolab.characterize.layout import Layout, build
 from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, robust_sd, se_median
 
 # Shares of the budget each step may use, cumulative (of the whole).
-SHARES = {"geometry": 0.30, "zones": 0.45, "cache": 0.55, "seek": 1.0}
+SHARES = {"geometry": 0.30, "zones": 0.45, "cache": 0.55, "seek": 0.92, "gaps": 1.0}
 
 
 @dataclass
@@ -519,18 +519,19 @@ def _run(prober: Prober, res: Result, step: Callable[[str, float], None], quick:
             elif again:  # the suspect against one other: the other
                 res.seeks[j] = (d, again[0])
             res.seek_checked.append(d)
-        # Cylinders no LBN maps to between zones (spare tracks at a zone's
-        # end): the move across each zone boundary, a cylinder in the
-        # extracted layout, is the seek of as many cylinders as it takes.
-        if len(layout.zones) > 1 and len(res.seeks) >= 8:
-            step("zone boundaries: spare cylinders", prober.elapsed() / prober.budget_s)
-            gaps = _zone_gaps(res, layout, cross_at, until, prober)
-            if gaps:
-                firsts = [z.first_cyl for z in layout.zones]
-                res.seeks = seek.relabel(res.seeks, places, gaps, firsts)
-                res.layout = layout = layout.with_gaps(gaps)
     except BudgetExhausted:
         res.notes.append(f"seek: the budget ran out after {len(res.seeks)} distances")
+    # Cylinders no LBN maps to between zones (spare tracks at a zone's end):
+    # the move across each zone boundary, a cylinder in the extracted
+    # layout, is the seek of as many cylinders as it takes. In the last
+    # share of the budget, after the seek curve it reads them off.
+    if len(layout.zones) > 1 and len(res.seeks) >= 8:
+        step("zone boundaries: spare cylinders", prober.elapsed() / prober.budget_s)
+        gaps = _zone_gaps(res, layout, cross_at, _until(prober, "gaps"), prober)
+        if gaps:
+            firsts = [z.first_cyl for z in layout.zones]
+            res.seeks = seek.relabel(res.seeks, places, gaps, firsts)
+            res.layout = layout.with_gaps(gaps)
     step("done", 1.0)
 
 
@@ -548,9 +549,13 @@ def _zone_gaps(res: Result, layout: Layout, cross_at: Callable[[int, int], Figur
     table = [(d, f.value) for d, f in res.seeks]
     gaps: dict[int, int] = {}
     for zi in range(1, len(layout.zones)):
-        prober.check(until)
         c = layout.zones[zi].first_cyl - 1
-        moves = [f.value for f in (cross_at(c, zi), cross_at(c, zi + 1)) if f is not None]
+        try:
+            prober.check(until)
+            moves = [f.value for f in (cross_at(c, zi), cross_at(c, zi + 1)) if f is not None]
+        except BudgetExhausted:
+            res.notes.append(f"zone boundaries: the budget ran out after {zi - 1} of {len(layout.zones) - 1}")
+            break
         if len(moves) < 2 or abs(moves[0] - moves[1]) > 0.15 * max(moves):
             continue
         move = sum(moves) / 2
