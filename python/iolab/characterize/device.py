@@ -47,13 +47,26 @@ class Device:
     _fd: int = -1
     _buf: mmap.mmap | None = None
 
-    def read(self, lbn: int, count: int = 1) -> int:
-        """Read ``count`` sectors at ``lbn``; the monotonic ns it completed."""
+    def now_ns(self) -> int:
+        """The host's clock, in which replies are stamped."""
+        return time.monotonic_ns()
+
+    def advance_to(self, t_ns: int) -> None:
+        """Wait until ``t_ns`` (spinning: a sleep wakes tens of us late)."""
+        while time.monotonic_ns() < t_ns:
+            pass
+
+    def _count(self, lbn: int, count: int) -> None:
+        """Refuse a read outside the device; count one inside it."""
         if lbn < 0 or count < 1 or lbn + count > self.sectors:
             raise DeviceError(f"{self.name}: read of {count} sector(s) at {lbn} is outside the device "
                               f"({self.sectors} sectors)")
         self.reads += 1
         self.sectors_read += count
+
+    def read(self, lbn: int, count: int = 1) -> int:
+        """Read ``count`` sectors at ``lbn``; the monotonic ns it completed."""
+        self._count(lbn, count)
         if self._nbd is not None:
             try:
                 return self._nbd.read(lbn * SECTOR, count * SECTOR)

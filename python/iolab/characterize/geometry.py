@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from iolab.characterize.probe import BudgetExhausted, Prober, median
+from iolab.characterize.probe import BudgetExhausted, Figure, Prober, median, se_median
 
 
 def wrap(x: float, period: float) -> float:
@@ -211,6 +211,25 @@ class Surfaces:
     runner_up: int = 0  # and the best other period's
 
 
+def track_indices(sc: Scan, spt: int) -> dict[int, int]:
+    """Each exact boundary's track number, counting down from the scan's
+    top: a gap of several tracks holds as many whole tracks as fit, and one
+    more for a part of a track (a short track at a range's end) but not for
+    a sector or two (a slipped defect)."""
+    out = {}
+    idx = 0
+    prev = None
+    for t in sc.tracks:
+        if prev is not None:
+            d = prev - t.first
+            whole, rem = divmod(d, spt)
+            idx += max(1, whole + (1 if rem > spt // 8 and rem < spt - spt // 8 else 0)
+                       + (1 if rem >= spt - spt // 8 else 0))
+        out[t.first] = idx
+        prev = t.first
+    return out
+
+
 def found_cylinders(sc: Scan) -> bool:
     """Enough to tell the surfaces: three cylinder switches on one lattice of
     the period, and no other period explaining them as well."""
@@ -218,15 +237,33 @@ def found_cylinders(sc: Scan) -> bool:
     return s.heads is not None and s.support >= 3 and s.support > s.runner_up
 
 
-def switch_period(pos: list[int]) -> tuple[int, int, int, int]:
+def enough_tracks(least: int = 64) -> Callable[[Scan], bool]:
+    """When the scan may stop: ``least`` boundaries known, and the surfaces
+    found or no cylinder switch shown by the skews (the switch times tell
+    them apart then, if anything does). A scan that has seen switches but
+    not three on one lattice goes on (to 128 boundaries): a switch a late
+    reply hid would otherwise double the period. ``least`` boundaries let
+    short tracks (spares at a range's end) recur."""
+
+    def enough(sc: Scan) -> bool:
+        if len(sc.tracks) < least:
+            return False
+        return found_cylinders(sc) or surfaces(sc).cyl_skew is None
+
+    return enough
+
+
+def switch_period(pos: list[int], observed: set[int] | None = None) -> tuple[int, int, int, int]:
     """The number of tracks between cylinder switches, from the track
     indices at which switches were seen: the period and anchor whose lattice
     explains the most of them, less the lattice points inside the scanned
     span where no switch was seen. A boundary whose skew the timing noise
     moved shows as a switch off the lattice (it splits a period into two
     gaps), and a divisor of the period predicts switches that are not there,
-    so neither wins. Returns (period, its score, the best other period's,
-    an index on its lattice)."""
+    so neither wins. ``observed``: the track indices of every boundary
+    known to the sector; a lattice point with no known boundary (the scan
+    lost it to a late reply) says nothing either way. Returns (period, its
+    score, the best other period's, an index on its lattice)."""
     if len(pos) < 2:
         return 0, 0, 0, 0
     lo, hi = min(pos), max(pos)
@@ -236,7 +273,8 @@ def switch_period(pos: list[int]) -> tuple[int, int, int, int]:
         for a in pos:
             lattice = range(a - ((a - lo) // h) * h, hi + 1, h)
             hit = sum(1 for x in lattice if x in seen)
-            score = hit - (len(lattice) - hit)
+            known = sum(1 for x in lattice if observed is None or x in observed)
+            score = hit - (known - hit)
             if h not in best or (score, hit) > best[h][:2]:
                 best[h] = (score, hit, a)
     # A tie goes to the period that puts more of the seen switches on its
@@ -264,12 +302,140 @@ def surfaces(sc: Scan) -> Surfaces:
         return Surfaces(track_skew, None, None, None,
                         f"all {len(skews)} boundaries have skew {track_skew}: track and cylinder switches "
                         "look alike")
-    spt = sc.spt() or 1
-    pos = [round((cyl[0].first - t.first) / spt) for t in cyl]
-    heads, support, runner_up, anchor = switch_period(pos)
+    index = track_indices(sc, sc.spt() or 1)
+    pos = [index[t.first] - index[cyl[0].first] for t in cyl]
+    observed = {index[t.first] - index[cyl[0].first] for t in sc.tracks}
+    heads, support, runner_up, anchor = switch_period(pos, observed)
     on = [t for t, p in zip(cyl, pos) if (p - anchor) % heads == 0] or cyl
     cyl_skew = round(median([t.skew for t in on]))
     return Surfaces(track_skew, cyl_skew, heads, on[-1].first,
                     f"{len(cyl)} cylinder switches (skew {cyl_skew}) every {heads} tracks "
                     f"(lattice score {support}, next best period {runner_up}) among {len(skews)} "
                     f"boundaries (skew {track_skew})", support, runner_up)
+
+
+def sector_time(prober: Prober, track_at: Callable[[int], tuple[int, int]], period: float,
+                tracks: int = 9) -> Figure | None:
+    """The time one sector passes, to a small part of itself: on each of
+    ``tracks`` tracks (``track_at(k)``: first LBN, LBNs), a read of the
+    track's first LBN, then of its last; the replies are n - 1 sector times
+    apart (a revolution more when that is shorter than the drive's
+    overhead). The n - 1 sectors divide the host's noise."""
+    taus = []
+    for i in range(tracks):
+        first, n = track_at(i)
+        guess = period / n
+        dt = prober.pair(first, first + n - 1)
+        # The revolutions: whatever makes dt - r T nearest (n - 1) guess.
+        r = round((dt - (n - 1) * guess) / period)
+        taus.append((dt - r * period) / (n - 1))
+    if len(taus) < 3:
+        return None
+    return Figure(median(taus), se_median(taus), len(taus), "ns")
+
+
+@dataclass
+class Ranges:
+    """Spare sectors at the end of each range of cylinders (DiskSim's
+    sparing scheme 8): the range's last track holds ``spares`` fewer LBNs;
+    ``anchor`` is the first LBN of a range."""
+
+    cylinders: int
+    spares: int
+    anchor: int
+    seen: int  # short tracks seen
+
+    def per_range(self, heads: int, spt: int) -> int:
+        return self.cylinders * heads * spt - self.spares
+
+
+def short_tracks(sc: Scan, spt: int) -> list[int]:
+    """How many LBNs short the tracks between exact boundaries are, where
+    one is: a gap of one track under ``spt``, or of several whose length
+    is not a whole number of tracks (the scan lost the boundaries around
+    a short track, whose position the next step tells)."""
+    out = []
+    for hi, lo in zip(sc.tracks, sc.tracks[1:]):
+        rem = (hi.first - lo.first) % spt
+        if spt // 8 <= rem < spt - 1:
+            out.append(spt - rem)
+    return out
+
+
+def _fits(sc: Scan, spt: int, spares: int, per: int, anchor: int, slack: int = 2) -> bool:
+    """Whether range starts at ``anchor`` + k ``per`` explain every gap
+    between the scan's exact boundaries: each gap holds whole tracks less
+    the spares of the range starts inside it (a slipped defect in a range
+    gives its short track a sector more: ``slack``)."""
+    for hi, lo in zip(sc.tracks, sc.tracks[1:]):
+        d = hi.first - lo.first
+        # Range starts x with the short track below them inside the gap.
+        first = lo.first + spt - spares
+        k0 = -(-(first - anchor) // per)
+        n = 0
+        x = anchor + k0 * per
+        while x <= hi.first:
+            n += 1
+            x += per
+        r = (d + n * spares) % spt
+        if min(r, spt - r) > slack:
+            return False
+    return True
+
+
+def ranges(sc: Scan, spt: int, heads: int, cylinder_start: int | None = None) -> Ranges | None:
+    """Range sparing: spares at each range's end leave its last track short.
+    Among the gaps between the scan's exact boundaries, those a part of a
+    track too long hold a short track, whose place in the gap is not known;
+    the range of the fewest cylinders (up to 24) and the one place of its
+    starts that explain every gap (each whole tracks but for the short ones
+    the starts put in it) is the sparing. None when no short track was seen
+    or when no range, or more than one place, explains them all (then it is
+    not modelled). A range starts on a cylinder: with ``cylinder_start``
+    (an exact boundary that starts one), only the places a whole number of
+    cylinders from it are tried."""
+    shorts = short_tracks(sc, spt)
+    if len(shorts) < 2 or heads < 1:
+        return None
+    spares = Counter(shorts).most_common(1)[0][0]
+    gaps = [(hi.first, lo.first) for hi, lo in zip(sc.tracks, sc.tracks[1:])
+            if abs((hi.first - lo.first) % spt - (spt - spares)) <= 2]
+    if len(gaps) < 2:
+        return None
+    hi0, lo0 = gaps[-1]  # the lowest: a range start lies in it, after a short track
+    places = list(range(lo0 + spt - spares, hi0 + 1, spt))
+    index = track_indices(sc, spt)
+    if cylinder_start is not None and cylinder_start in index:
+        # A place x is (hi0 - x) / spt tracks below the gap's top boundary.
+        places = [x for x in places if (index[hi0] + (hi0 - x) // spt - index[cylinder_start]) % heads == 0]
+    for r in range(1, 25):
+        per = r * heads * spt - spares
+        fits = [x for x in places if _fits(sc, spt, spares, per, x)]
+        if len(fits) == 1:
+            return Ranges(r, spares, fits[0], len(gaps))
+        if len(fits) > 1:
+            return None
+    return None
+
+
+def tracks_below(sc: Scan, spt: int, heads: int, rng: Ranges | None) -> Callable[[int], tuple[int, int]]:
+    """The k-th whole track (k = 0, 1, ...) below the scan's lowest exact
+    boundary: (its first LBN, its LBNs), known from the boundary itself,
+    so free of the layout's rounding; the short track at a range's end is
+    passed over (its read-ahead leaves it early)."""
+    assert sc.tracks
+    found: list[tuple[int, int]] = []
+    top = sc.tracks[-1].first
+    per = rng.per_range(heads, spt) if rng else 0
+
+    def at(k: int) -> tuple[int, int]:
+        nonlocal top
+        while len(found) <= k:
+            short = rng is not None and (top - rng.anchor) % per == 0
+            n = spt - rng.spares if short and rng is not None else spt
+            top -= n
+            if not short:
+                found.append((top, n))
+        return found[k]
+
+    return at

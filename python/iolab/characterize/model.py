@@ -3,10 +3,12 @@
 For a rotating disk: ``NAME.diskspecs`` (a DiskSim 4.0 ``disksim_disk``
 block), ``NAME.model`` (its ``dm_disk``: layout g1, mechanics g1 with the
 seek table), ``NAME.seek`` (DiskSim's extracted-seek table: distance, ms),
-and ``NAME.toml``, whose ``[disk]`` names the .diskspecs -- what
-``iolab compare --disk NAME.toml``, ``iolab recommend --disk NAME.toml``
-and ``iolab run`` take. A .diskspecs carries no bus, so the measured bus
-time per block is its "Bulk sector transfer time".
+``NAME.parv`` (the disk on a bus, as DiskSim's validation runs place
+theirs: :mod:`parv`) and ``NAME.toml``, whose ``[disk]`` names the
+.diskspecs -- what ``iolab compare --disk NAME.toml``, ``iolab recommend
+--disk NAME.toml`` and ``iolab run`` take. A .diskspecs carries no bus, so
+the measured bus time per block is its "Bulk sector transfer time"; in the
+.parv the bus carries it and the disk's is 0.
 
 For a disk that does not rotate: ``NAME.toml`` with ``preset = "fixed"``
 and the measured 4 KiB latency at depth 1 (the one device the simulator has
@@ -24,7 +26,9 @@ import json
 import math
 from pathlib import Path
 
+from iolab.characterize import parv
 from iolab.characterize.run import Result
+from iolab.characterize.solid import at_4k
 
 def write_model(res: Result, out: Path, command: str) -> list[Path]:
     """Write the model files for ``res`` as ``out`` with suffixes; returns the files."""
@@ -41,15 +45,25 @@ def write_model(res: Result, out: Path, command: str) -> list[Path]:
         files += _write_diskspecs(res, out, head)
         lines = [f"# {stem}: {head}", "# every figure with its spread: " + jpath.name, "[disk]",
                  f'diskspecs = "{stem}.diskspecs"', "queue_depth = 1"]
-    elif res.solid is not None and res.solid.by_size:
+    elif res.solid is not None and at_4k(res.solid) is not None:
         s = res.solid
-        lat4k = s.by_size[0][1]
-        lines = [f"# {stem}: {head}", "# a disk that does not rotate: modelled as a fixed-time device",
+        lat4k = at_4k(s)
+        assert lat4k is not None
+        what = ("a rotating disk that caches whole tracks on a miss (not measurable by this method)"
+                if res.track_caching else "a disk that does not rotate")
+        lines = [f"# {stem}: {head}", f"# {what}: modelled as a fixed-time device",
                  f"# 4 KiB random read at depth 1: {lat4k.value / 1e6:.4f} ms (+- {lat4k.spread / 1e6:.4f})"]
         for depth, iops, lat in s.by_depth:
             lines.append(f"# depth {depth}: {iops:.0f} IOPS, median latency {lat.value / 1e6:.4f} ms")
         if s.saturation_depth:
             lines.append(f"# throughput saturates at depth {s.saturation_depth} (90% of the best)")
+        if res.ssd is not None:
+            f = res.ssd
+            lines.append(f"# ssd fit (docs/characterize.md): tR {f.read_ns / 1e3:.1f} us, "
+                         f"{f.small_ns_per_byte:.3f} ns/byte small, "
+                         + (f"{f.large_ns_per_byte:.3f} ns/byte large" if f.large_ns_per_byte is not None
+                            else "large sizes not measured")
+                         + "; the [disk] table takes no ssd parameters, so the model is the fixed device")
         lines += ["[disk]", 'preset = "fixed"', f"fixed_ms = {lat4k.value / 1e6:.6f}", "queue_depth = 1"]
     else:
         raise ValueError("nothing measured that makes a model (see the notes)")
@@ -75,7 +89,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
             "         dm_layout_g1_zone {\n"
             f"            First cylinder number = {z.first_cyl},\n"
             f"            Last cylinder number = {z.last_cyl},\n"
-            f"            Blocks per track = {z.spt + z.spares},\n"
+            f"            Blocks per track = {z.spt + z.track_spares()},\n"
             "            Offset of first block = 0,\n"
             "            Empty space at zone front = 0,\n"
             f"            Skew for track switch = {z.track_skew},\n"
@@ -94,8 +108,8 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"   Block count = {lay.sectors},\n"
         "   Layout Model = dm_layout_g1 {\n"
         "      LBN-to-PBN mapping scheme = 0,\n"
-        f"      Sparing scheme used = {3 if any(z.spares for z in lay.zones) else 0},\n"
-        "      Rangesize for sparing = 1,\n"
+        f"      Sparing scheme used = {8 if lay.range_cyls else 3 if any(z.spares for z in lay.zones) else 0},\n"
+        f"      Rangesize for sparing = {lay.range_cyls or 1},\n"
         "      Zones = [\n" + ",\n".join(zones) + "\n      ]\n"
         "   },\n"
         "   Mechanical Model = dm_mech_g1 {\n"
@@ -110,24 +124,28 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"}} # end of {stem}_model\n")
     c = res.cache
     over = max(res.overhead.value / 1e6, 0.0) if res.overhead else 0.0
-    hit_over = over
+    hit_over = max(res.hit_overhead.value / 1e6, 0.0) if res.hit_overhead else over
     bus = c.bus_per_block.value / 1e6 if c else 0.0
-    if c is not None:
-        hit_over = max(0.0, (c.hit_1.value - (res.host_rtt_ns or 0.0)) / 1e6 - bus)
     segments = c.segments if c and c.segments else 1
     ra = c.read_ahead if c and c.read_ahead is not None else 0
-    seg_size = max(ra + 1, 1)
+    # The segment as measured; else the extent seen after a one-sector read.
+    seg_size = c.segment_size if c and c.segment_size else max(ra + 1, 1)
+    continuous = 1 if c and c.to_track_end else 3
     enable = 1 if (c is None or c.segments != 0) else 0
+    if not enable:  # no cache seen: no read-ahead either (DiskSim refuses one without the other)
+        continuous, ra = 0, 0
+    # A drive seen to wait for part of a multi-sector miss before it sends
+    # disconnects and reconnects at that watermark (by request size).
+    w = res.transfer.watermark if res.transfer is not None else None
+    never_disconnect = 1 if w is None else 0
     spec_path = out.with_suffix(".diskspecs")
-    spec_path.write_text(
-        f"# {head}\n"
-        f"# segment size: the cached extent after a one-sector read (request + read-ahead);\n"
-        f"# the drive's real segment may be larger (not measured).\n"
+    def block(bulk: float) -> str:
+        return (
         f"disksim_disk {stem} {{\n"
         f"   Model = source {model_path.name},\n"
         "   Per-request overhead time = 0.000000,\n"
         "   Time scale for overheads = 1.000000,\n"
-        f"   Bulk sector transfer time = {bus:.6f},\n"
+        f"   Bulk sector transfer time = {bulk:.6f},\n"
         "   Hold bus entire read xfer = 1,\n"
         "   Hold bus entire write xfer = 1,\n"
         "   Allow almost read hits = 1,\n"
@@ -137,7 +155,7 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Allow read hits on write data = 1,\n"
         "   Allow write prebuffering = 0,\n"
         "   Preseeking level = 0,\n"
-        "   Never disconnect = 1,\n"
+        f"   Never disconnect = {never_disconnect},\n"
         "   Print stats = 1,\n"
         f"   Avg sectors per cylinder = {lay.zones[0].spt * lay.heads},\n"
         "   Max queue length = 1,\n"
@@ -161,11 +179,11 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         f"   Segment size (in blks) = {seg_size},\n"
         "   Use separate write segment = 0,\n"
         "   Low (write) water mark = 0.000000,\n"
-        "   High (read) water mark = 0.000000,\n"
+        f"   High (read) water mark = {w or 0.0:.6f},\n"
         "   Set watermark by reqsize = 1,\n"
         "   Calc sector by sector = 1,\n"
         f"   Enable caching in buffer = {enable},\n"
-        "   Buffer continuous read = 3,\n"
+        f"   Buffer continuous read = {continuous},\n"
         "   Minimum read-ahead (blks) = 0,\n"
         f"   Maximum read-ahead (blks) = {ra},\n"
         "   Read-ahead over requested = 1,\n"
@@ -204,7 +222,18 @@ def _write_diskspecs(res: Result, out: Path, head: str) -> list[Path]:
         "   Extradisc seek delta = 0.000000,\n"
         "   Minimum seek delay = 0.000000\n"
         f"}} # end of {stem}\n")
-    return [seek_path, model_path, spec_path]
+
+    spec_path.write_text(
+        f"# {head}\n"
+        "# segment size: the run of sectors still held after a read of twice the read-ahead and its\n"
+        "# read-ahead (or, when that was not measured, the extent cached after a one-sector read).\n"
+        "# No bus: the bus time per block measured is the disk's own 'Bulk sector transfer time'.\n"
+        + block(bus))
+    # The same disk on a bus, as DiskSim's validation runs place theirs:
+    # the block time on the bus, none in the disk.
+    parv_path = out.with_suffix(".parv")
+    parv_path.write_text(parv.text(stem, head, block(0.0), bus, lay.sectors))
+    return [seek_path, model_path, spec_path, parv_path]
 
 
 def _fig(f) -> dict | None:
@@ -230,19 +259,28 @@ def to_json(res: Result) -> dict:
                        "zones": [vars(z) for z in res.layout.zones]}
     if res.v0 is not None:
         d["v0_ns"] = None if math.isnan(res.v0.value_ns) else res.v0.value_ns
+        d["v0_samples_ns"] = res.v0_samples
+    d["sector_time_ns"] = _fig(res.sector_time)
+    d["spares_per_track"] = res.spares
+    d["range_sparing"] = {"cylinders": res.ranges[0], "spares": res.ranges[1]} if res.ranges[0] else None
+    d["transfer"] = res.transfer.to_json() if res.transfer is not None else None
     d["overhead_ns"] = _fig(res.overhead)
+    d["hit_overhead_ns"] = _fig(res.hit_overhead)
     d["head_switch_ns"] = _fig(res.head_switch)
     d["seek_ns"] = [{"distance": dist, **f.to_json()} for dist, f in res.seeks]
     d["seek_failed"] = res.seek_failed
     if res.cache is not None:
         c = res.cache
         d["cache"] = {"hit_1_ns": c.hit_1.to_json(), "bus_per_block_ns": c.bus_per_block.to_json(),
-                      "read_ahead": c.read_ahead, "segments": c.segments, "notes": c.notes}
+                      "read_ahead": c.read_ahead, "read_ahead_mid": c.read_ahead_mid,
+                      "to_track_end": c.to_track_end, "segment_size": c.segment_size,
+                      "segments": c.segments, "notes": c.notes}
     if res.solid is not None:
         s = res.solid
         d["solid"] = {
             "by_size": [{"sectors": n, "median": f.to_json(), "p99_ns": p99} for n, f, p99 in s.by_size],
             "by_depth": [{"depth": q, "iops": iops, "median": f.to_json()} for q, iops, f in s.by_depth],
             "saturation_depth": s.saturation_depth, "notes": s.notes,
+            "ssd_fit": res.ssd.to_json() if res.ssd is not None else None,
         }
     return d

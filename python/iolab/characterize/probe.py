@@ -110,20 +110,20 @@ class Prober:
     def read(self, lbn: int, count: int = 1) -> int:
         return self.dev.read(lbn, count)
 
-    def pair(self, a: int, b: int, delay_ns: int = 0, count: int = 1) -> int:
-        """Read ``a`` then, ``delay_ns`` after its reply, ``b``: the ns between
-        the two replies."""
+    def pair(self, a: int, b: int, delay_ns: int = 0, count: int = 1, count_b: int | None = None) -> int:
+        """Read ``a`` then, ``delay_ns`` after its reply, ``b`` (``count_b``
+        sectors, else ``count``): the ns between the two replies."""
         ta = self.dev.read(a, count)
         if delay_ns > 0:
-            until = ta + delay_ns
-            while time.monotonic_ns() < until:
-                pass
-        tb = self.dev.read(b, count)
+            self.dev.advance_to(ta + delay_ns)
+        tb = self.dev.read(b, count if count_b is None else count_b)
         return tb - ta
 
+    def now_ns(self) -> int:
+        return self.dev.now_ns()
+
     def wait(self, ns: int) -> None:
-        until = time.monotonic_ns() + ns
-        if ns > 2_000_000:
+        until = self.dev.now_ns() + ns
+        if ns > 2_000_000 and self.dev.kind != "virtual":
             time.sleep((ns - 1_000_000) / 1e9)
-        while time.monotonic_ns() < until:
-            pass
+        self.dev.advance_to(until)

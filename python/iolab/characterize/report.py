@@ -39,8 +39,16 @@ def summary(res: Result) -> list[str]:
             out.append(f"    cylinders {z.first_cyl}-{z.last_cyl}: {z.spt} sectors/track, skews "
                        f"{z.track_skew}/{z.cyl_skew}")
     if res.overhead is not None:
-        out.append(f"  command overhead (hit less the host's floor and the bus): {_ms(res.overhead)}; "
-                   f"floor: {res.floor_note}")
+        how = ("V0 less the sector, the host's floor and the bus" if res.v0 is not None and res.v0.ok
+               else "taken equal to the hit's")
+        out.append(f"  read miss overhead ({how}): {_ms(res.overhead)}; floor: {res.floor_note}")
+    if res.hit_overhead is not None:
+        out.append(f"  read hit overhead (one-sector hit less the floor and the bus): {_ms(res.hit_overhead)}")
+    if res.v0 is not None and res.v0.ok:
+        out.append(f"  V0 (a miss on the arm's track): {res.v0.value_ns / 1e6:.4f} ms ± {res.v0.resolution_ns / 1e6:.4f}")
+    if res.transfer is not None:
+        t = res.transfer
+        out.append(f"  multi-sector misses (V at {', '.join(map(str, t.sizes))} sectors): {t.why}")
     if res.head_switch is not None:
         out.append(f"  head switch: {_ms(res.head_switch)}")
     if res.seeks:
@@ -51,16 +59,27 @@ def summary(res: Result) -> list[str]:
     if res.cache is not None:
         c = res.cache
         out.append(f"  cache: one-sector hit {_ms(c.hit_1)} as the host sees it; bus {c.bus_per_block.value / 1e3:.1f} "
-                   f"us/block; read-ahead {c.read_ahead} sectors; segments {c.segments}")
+                   f"us/block; read-ahead {c.read_ahead} sectors"
+                   + (f" from a track's start, {c.read_ahead_mid} from its middle"
+                      + (" (to the track's end)" if c.to_track_end else "") if c.read_ahead_mid is not None else "")
+                   + f"; segments {c.segments} of {c.segment_size if c.segment_size else '?'} sectors")
         out += [f"    {n}" for n in c.notes]
     if res.solid is not None:
         s = res.solid
         for n, f, p99 in s.by_size:
-            out.append(f"  {n * 512 // 1024} KiB random read, depth 1: median {_ms(f)}, p99 {p99 / 1e6:.4f} ms")
+            out.append(f"  {n * 512 / 1024:g} KiB random read, depth 1: median {_ms(f)}, p99 {p99 / 1e6:.4f} ms")
         for q, iops, f in s.by_depth:
             out.append(f"  4 KiB random reads at depth {q}: {iops:.0f} IOPS, median latency {_ms(f)}")
         if s.saturation_depth:
             out.append(f"  throughput saturates at depth {s.saturation_depth} (90% of the best)")
         out += [f"  {n}" for n in s.notes]
+    if res.ssd is not None:
+        f = res.ssd
+        out.append(f"  ssd fit: page read (tR) {f.read_ns / 1e3:.1f} us ± {f.read_sd / 1e3:.1f} above the floor; "
+                   f"{f.small_ns_per_byte:.3f} ns/byte up to 4 KiB (1/channel + 1/host)"
+                   + (f", {f.large_ns_per_byte:.3f} ns/byte from 64 KiB (1/host + 1/(channels x channel))"
+                      if f.large_ns_per_byte is not None else "")
+                   + (f"; about {f.parallel_units:.1f} reads served at once" if f.parallel_units else ""))
+        out += [f"  ssd fit: {n}" for n in f.notes]
     out += [f"  note: {n}" for n in res.notes]
     return out

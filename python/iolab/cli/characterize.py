@@ -24,8 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Measure DEVICE (a block device, an image file, nbd://HOST:PORT or "
             "nbd+unix:///?socket=PATH) with timed O_DIRECT reads only and write a model the "
-            "simulator loads: NAME.toml ([disk]), NAME.diskspecs/.model/.seek (DiskSim 4.0) for a "
-            "rotating disk, NAME.json (every figure with its spread). See docs/characterize.md."
+            "simulator loads: NAME.toml ([disk]), NAME.diskspecs/.model/.seek (DiskSim 4.0) and "
+            "NAME.parv (the same disk on a bus, DiskSim's run-file form) for a rotating disk, NAME.json "
+            "(every figure with its spread). See docs/characterize.md."
         ),
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
