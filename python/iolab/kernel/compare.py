@@ -159,7 +159,7 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
     :func:`iolab.kernel.calibration.think_extras`)."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
     disk_tbl: dict = {"preset": disk, "queue_depth": 1}
-    dev, extra = sim_inputs(host, think_model)
+    dev, extra = sim_inputs(host, think_model, wl.name)
     if host:
         disk_tbl["host_overhead_us"] = round(dev, 3)
     sched = {"name": name, "label": elevator}
@@ -310,8 +310,11 @@ CALIBRATION_TEXT = {
 THINK_TEXT = {
     "mean": "as the mean above (`--think mean`)",
     "samples": "from the gaps as the disk saw them (`--think samples`: 100 quantiles per think time)",
-    "guest": "from the gaps by the guest's own clock, traced, at the disk's mean (`--think guest`: "
-             "100 quantiles per think time)",
+    "guest": "from the gaps by the guest's own clock, traced, from a completion to the next insertion "
+             "(`--think guest`: 100 quantiles per think time)",
+    "workload": "from the gaps by the guest's own clock, traced, from a completion to the next insertion, "
+                "of each process in a traced run of its own workload (`--think workload`: 100 quantiles "
+                "per workload and think time; the one-process runs' for the rest)",
 }
 
 
@@ -335,6 +338,26 @@ def guest_clock_table(meta: dict) -> list[str]:
         *[f"| {disk} | {el} | {t} | {g['n']} | "
           + " | ".join(f"{g[str(q)] - float(t) * 1000:.0f}" for q in (10, 50, 90, 99))
           + f" | {g['mean'] - float(t) * 1000:.0f} | {rest:.0f} |" for disk, el, t, g, rest in rows],
+        "",
+    ]
+
+
+def workload_clock_table(meta: dict) -> list[str]:
+    """The traced runs of the compared workloads (``--think workload``):
+    each synchronous process's own gaps by the guest's clock."""
+    rows = [(disk, el, wl, t, g) for disk in meta["disks"] for el, h in host_of(meta, disk).items()
+            for wl, by in sorted(h.get("workload_gap_us", {}).items()) for t, g in sorted(by.items())]
+    if not rows:
+        return []
+    return [
+        "The compared workloads in traced runs of the calibration boot, by the guest's own clock: each "
+        "synchronous process's time from the completion of its request to its next insertion, less its think "
+        "time (µs; the think extra of `--think workload`):",
+        "",
+        "| disk | elevator | workload | think ms | n | p10 | p50 | p90 | p99 | mean |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {disk} | {el} | {wl} | {t} | {g['n']} | " + " | ".join(f"{g[str(q)]:.0f}" for q in (10, 50, 90, 99))
+          + f" | {g['mean']:.0f} |" for disk, el, wl, t, g in rows],
         "",
     ]
 
@@ -365,6 +388,7 @@ def report(result: dict) -> str:
             + "."), ""] if any(h.get("off_clock_runs") for disk in meta["disks"]
                                for h in host_of(meta, disk).values()) else []),
         *guest_clock_table(meta),
+        *workload_clock_table(meta),
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
         "two within ±5% (p < 0.05). Latency: fio's total latency (p50/p99 ms); anticipation: "

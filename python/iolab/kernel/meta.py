@@ -90,8 +90,8 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
             raise _bad(path, key, "an object", meta[key])
     if "calibration" in meta and not isinstance(meta["calibration"], str):
         raise _bad(path, "calibration", "text", meta["calibration"])
-    if meta.get("think_model", "mean") not in ("mean", "samples", "guest"):
-        raise _bad(path, "think_model", "mean, samples or guest", meta["think_model"])
+    if meta.get("think_model", "mean") not in ("mean", "samples", "guest", "workload"):
+        raise _bad(path, "think_model", "mean, samples, guest or workload", meta["think_model"])
     icount = meta.get("icount")
     if icount is not None and (not isinstance(icount, int) or isinstance(icount, bool) or not 0 <= icount <= 10):
         raise _bad(path, "icount", "QEMU's instruction-counter shift, 0 to 10, or null", icount)
@@ -105,6 +105,10 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
 def _number(v: Any) -> bool:
     """A measured figure: a number, or NaN where the calibration had none (not ±inf)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isinf(v)
+
+
+# what a calibration's gap summary holds (percentiles, mean, count)
+wanted_gap = {"10", "50", "90", "99", "mean", "n"}
 
 
 def _host(path: Path, field: str, host: Any) -> None:
@@ -134,6 +138,19 @@ def _host(path: Path, field: str, host: Any) -> None:
                     for v in samples.values()) or not set(samples) <= set(think):
                 raise _bad(path, f"{field}.{el}.{key}",
                            "lists of µs (at most 10,000) for the think times of think_us", "…")
+        shared = h.get("workload_think_us", {})
+        if not isinstance(shared, dict) or not all(
+                isinstance(by, dict) and all(isinstance(v, list) and len(v) <= 10_000
+                                             and all(_number(x) and not math.isnan(x) for x in v) for v in by.values())
+                for by in shared.values()):
+            raise _bad(path, f"{field}.{el}.workload_think_us", "lists of µs by workload and think time", "…")
+        wgaps = h.get("workload_gap_us", {})
+        if not isinstance(wgaps, dict) or not all(
+                isinstance(by, dict) and all(isinstance(g, dict) and wanted_gap <= set(g)
+                                             and all(_number(x) for x in g.values()) for g in by.values())
+                for by in wgaps.values()):
+            raise _bad(path, f"{field}.{el}.workload_gap_us",
+                       "percentiles 10/50/90/99, mean and n by workload and think time", "…")
         off = h.get("off_clock_runs", [])
         if not isinstance(off, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in off):
             raise _bad(path, f"{field}.{el}.off_clock_runs", "a list of run ids", off)

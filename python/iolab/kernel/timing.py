@@ -110,6 +110,46 @@ def traced_gaps_us(path: Path, marker: int | None = None, to: str = "D") -> list
     return gaps
 
 
+def traced_process_gaps_us(path: Path, marker: int | None = None) -> list[float]:
+    """From a blk tracer text, each process's own time from the completion
+    of its request to its next request's insertion (I; Q where nothing is
+    inserted), by the guest's clock: what an anticipating elevator measures
+    as that process's think time, with several processes sharing the guest.
+    A completion's process is the one that queued the request (Q's pid,
+    by sector); requests at or past ``marker`` are left out."""
+    return [g for gaps, _ in traced_gaps_by_process(path, marker).values() for g in gaps]
+
+
+def traced_gaps_by_process(path: Path, marker: int | None = None) -> dict[int, tuple[list[float], int]]:
+    """:func:`traced_process_gaps_us` by process: pid -> (its gaps, the
+    sector of its first request, which tells which of a workload's
+    processes it is)."""
+    from iolab.kernel.bfqlog import BLOCK_EVENT
+
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as e:
+        raise UserError(f"{path}: {e.strerror}") from None
+    events = [m for m in map(BLOCK_EVENT.match, lines) if m and m["act"] in ("Q", "I", "C")
+              and (marker is None or int(m["sector"]) < marker)]
+    arrive = "I" if any(m["act"] == "I" for m in events) else "Q"
+    owner: dict[int, int] = {}
+    done: dict[int, float] = {}
+    out: dict[int, tuple[list[float], int]] = {}
+    for m in events:
+        act, sector, pid, t = m["act"], int(m["sector"]), int(m["pid"]), float(m["t"]) * 1e6
+        if act == "Q":
+            owner[sector] = pid
+            out.setdefault(pid, ([], sector))
+        if act == "C":
+            who = owner.get(sector)
+            if who is not None:
+                done[who] = t
+        elif act == arrive and pid in done:
+            out.setdefault(pid, ([], sector))[0].append(t - done.pop(pid))
+    return out
+
+
 def run_timing(args) -> int:
     from rich.console import Console
     from rich.table import Table

@@ -261,3 +261,65 @@ def test_the_cut_counts_requests_that_continue_the_one_before(tmp_path):
     (d / "disk.conf").write_text(f"marker_sector {MARK}\n")
     c = cut_log(d, Plan("x", [(0, "zlt0", "none", 0)]))
     assert c[0]["requests"] == 5 and c[0]["continued"] == pytest.approx(3 / 4)
+
+
+def test_each_processs_own_gap_with_several_sharing_the_guest(tmp_path):
+    """Two processes: 200's request completes, 300's completes, then 300
+    inserts its next (0.5 ms after its own completion) before 200 does
+    (1.2 ms after its own): each gap is the process's own, not the time
+    from the last completion of anyone."""
+    ev = [
+        ("fio-200", "Q", 10.000000, 100), ("fio-200", "I", 10.000100, 100),
+        ("fio-300", "Q", 10.000200, 900), ("fio-300", "I", 10.000300, 900),
+        ("<idle>-0", "C", 10.010000, 100),
+        ("<idle>-0", "C", 10.020000, 900),
+        ("fio-300", "Q", 10.020400, 908), ("fio-300", "I", 10.020500, 908),
+        ("fio-200", "Q", 10.011100, 108), ("fio-200", "I", 10.011200, 108),
+    ]
+    ev.sort(key=lambda e: e[2])
+    lines = [f"{c:>16s}      [000] d..1.   {t:.6f}: 254,0    {a}  RS {sec} + 8 [x]"
+             for c, a, t, sec in ((c if "-" in c else c + "-1", a, t, sec) for c, a, t, sec in ev)]
+    f = tmp_path / "0.trace"
+    f.write_text("\n".join(lines) + "\n")
+    assert sorted(timing.traced_process_gaps_us(f)) == pytest.approx([500.0, 1_200.0])
+
+
+def test_the_workload_model_traces_each_compared_workload_and_tells_its_processes_apart(tmp_path):
+    plan, traced = calibration.calibration_plan("hp97560", ["anticipatory"], "workload",
+                                                ["seqreaders", "randseq", "coop", "aiowrite"])
+    # the one-process copies, then the workloads whose processes have regions of their own
+    # and wait for each request (coop shares one file; aiowrite keeps 8 in flight)
+    assert [plan.runs[i][1] for i in traced] == ["zlt0", "zlt1", "zlt2", "seqreaders", "randseq"]
+    # a traced randseq run: a random reader (0 ms think) and a sequential reader (1 ms
+    # think), each told by the region its requests fall in
+    cap = 2_684_016
+    regions = compare.WORKLOADS["randseq"].processes()
+    from iolab.kernel.workloads import layout
+
+    places = layout(compare.WORKLOADS["randseq"], cap)
+    rand = next(start for g, _, start, _ in places if g.name == "rand")
+    seq = next(start for g, _, start, _ in places if g.name == "seq")
+    lines, t = [], 10.0
+    for pid, sector, gap_us in ((201, rand, 900), (202, seq, 1_000 + 1_600), (201, rand + 64, 1_100),
+                                (202, seq + 32, 1_000 + 1_400)):
+        lines.append(f"         fio-{pid}      [000] d..1.   {t:.6f}: 254,0    Q  RS {sector} + 8 [fio]")
+        lines.append(f"         fio-{pid}      [000] d..2.   {t + 0.0001:.6f}: 254,0    I  RS {sector} + 8 [fio]")
+        lines.append(f"          <idle>-0       [000] d.h3.   {t + 0.005:.6f}: 254,0    C  RS {sector} + 8 [0]")
+        lines.append(f"         fio-{pid}      [000] d..2.   {t + 0.005 + gap_us / 1e6:.6f}: 254,0    Q  RS "
+                     f"{sector + 8} + 8 [fio]")
+        lines.append(f"         fio-{pid}      [000] d..2.   {t + 0.005 + gap_us / 1e6:.6f}: 254,0    I  RS "
+                     f"{sector + 8} + 8 [fio]")
+        t += 0.1
+    f = tmp_path / "r.trace"
+    f.write_text("\n".join(lines) + "\n")
+    gaps = calibration.workload_gaps_us(f, cap - 4096, "randseq", cap)
+    assert sorted(gaps) == [0.0, 1.0] and len(regions) == 4
+    assert sorted(gaps[0.0]) == pytest.approx([900.0, 1_100.0])
+    assert sorted(gaps[1.0]) == pytest.approx([1_400.0, 1_600.0])
+    host = {"device_us": 100.0, "think_us": {"0": 1.0, "1": 1.0},
+            "think_guest_us": {"0": [500.0], "1": [500.0]}, "guest_device_us": {"mean": 800.0},
+            "workload_think_us": {"randseq": {"1.0": [1_500.0]}}}
+    dev, extra = calibration.sim_inputs(host, "workload", "randseq")
+    assert dev == 800.0 and extra == {0.0: [0.5], 1.0: [1.5]}
+    with pytest.raises(UserError, match="no traced run of seqreaders"):
+        calibration.sim_inputs(host, "workload", "seqreaders")
