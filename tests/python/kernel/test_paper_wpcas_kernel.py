@@ -198,6 +198,8 @@ def test_report_from_a_finished_directory(tmp_path, guests, reps):
     # 20 requests of 4 KiB, 8 ms each and 1 µs apart
     assert ste["throughput_mb_s"] == pytest.approx(20 * 4096 / (20 * 8e-3 + 19 * 1e-6) / 1e6)
     assert ste["antic_started"] == 12 and ste["requests"] == 20
+    # the bytes the disk moved, and IOzone's (10 processes x 2 tests x 512 KiB): here a fake log's 20 requests
+    assert ste["bytes"] == 20 * 4096 and ste["expected_bytes"] == 10 * 2 * 512 * 1024
     rnd = next(r for r in result if r.claim.startswith("WPCAS beats AS on random") and r.startup == "ste")
     assert rnd.kernel.verdict == "reproduced"
     text = (tmp_path / "report.md").read_text()
