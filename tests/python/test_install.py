@@ -11,6 +11,7 @@ missing. Needs root (for `iolab bench --loop`), fio, qemu-io: CI runs it
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -131,7 +132,31 @@ def test_queue_and_emu_run_from_the_wheel(installed):
                                "-c", "write -P 7 0 64k", "-c", "read -P 7 0 64k"],
                               capture_output=True, text=True, timeout=120)
         assert qemu.returncode == 0 and "Pattern verification failed" not in qemu.stdout, qemu.stdout + qemu.stderr
+        # the emulated disk as iolab characterize's NBD client sees it: a fixed 0.2 ms device does not rotate
+        out = installed.run("characterize", f"nbd+unix:///?socket={sock}", "--quick", "--budget", "1", "-q",
+                            "-o", "emu-model").stdout
+        assert "not rotating" in out and (home / "emu-model.toml").exists(), out
     finally:
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=60)
     assert installed.run("emu", "--check", str(log)).returncode == 0
+
+
+def test_characterize_runs_from_the_wheel_on_a_read_only_loop_device(installed, tmp_path):
+    """`iolab characterize` on a block device (a loop device over a file,
+    read-only, direct I/O), as a user would run it on /dev/sdX."""
+    assert os.geteuid() == 0, "a loop device needs root (CI runs as root)"
+    backing = tmp_path / "backing.img"
+    with open(backing, "wb") as f:
+        f.write(os.urandom(1 << 20) * 64)  # 64 MiB
+    before = hashlib.sha256(backing.read_bytes()).hexdigest()
+    dev = subprocess.run(["losetup", "--find", "--show", "--read-only", "--direct-io=on", str(backing)],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        out = installed.run("characterize", dev, "--quick", "--budget", "1", "-q", "-o", "loop-model").stdout
+    finally:
+        subprocess.run(["losetup", "--detach", dev], capture_output=True)
+    assert "block" in out and "not rotating" in out, out
+    model = (installed.home / "loop-model.toml").read_text()
+    assert "[disk]" in model, model
+    assert hashlib.sha256(backing.read_bytes()).hexdigest() == before, "the device was written"
