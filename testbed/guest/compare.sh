@@ -63,6 +63,10 @@ while read -r id wl el conf; do
         while read -r name value; do
             echo "$value" >/sys/block/$dev/queue/iosched/"$name" || fail "run $id: $conf: $name=$value"
         done <"/share/tunables/$conf"
+        # what the elevator took, read back: the report and CI check it
+        while read -r name value; do
+            echo "$name $(cat /sys/block/$dev/queue/iosched/"$name")"
+        done <"/share/tunables/$conf" >"/share/runs/$id.tunables"
     fi
     quiet
     if traced "$el" "$id"; then trace_on; fi
