@@ -271,6 +271,7 @@ impl Collector {
                 .collect(),
             phases: Vec::new(),
             page_cache: None,
+            cpu: None,
         }
     }
 }
@@ -454,4 +455,7 @@ pub struct RunResult {
     /// The page cache (runs with buffered I/O).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page_cache: Option<crate::pagecache::CacheReport>,
+    /// The CPUs the processes' `cpu` time ran on (runs with `[host] cpus`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::engine::cpu::CpuReport>,
 }

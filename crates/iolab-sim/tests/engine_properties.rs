@@ -116,7 +116,7 @@ fn run_checked(spec: &WorkloadSpec, d: &DiskSpec, info: &SchedulerInfo, seed: u6
     let ctx = engine::sched_context(&*disk, d.queue_depth);
     let (elevator, _) = sched::build(info.name, &BTreeMap::new(), &ctx).unwrap();
     let cfg =
-        EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed };
+        EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: d.queue_depth, device_order: d.device_order, max_time: None, max_requests: None, seed, cpus: None };
     let mut check = Checker::default();
     let out = engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut check)
         .unwrap_or_else(|e| panic!("{} on {:?}: {e}", info.name, d.preset));

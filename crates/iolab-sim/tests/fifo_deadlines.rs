@@ -137,6 +137,7 @@ fn worst(name: &str, expire_ms: [u64; 2], by_sync: bool, seed: u64) -> (u64, u64
         max_time: Some(SimTime(25_000 * NS_PER_MS)),
         max_requests: None,
         seed,
+        cpus: None,
     };
     let mut o = Overshoot {
         expire_ns: [expire_ms[0] * NS_PER_MS, expire_ms[1] * NS_PER_MS],

@@ -109,6 +109,7 @@ fn dispatches(sched_name: &str, tunables: &BTreeMap<String, f64>, preset: &str, 
         max_time: Some(SimTime::from_ms_f64(secs * 1e3)),
         max_requests: None,
         seed,
+        cpus: None,
     };
     engine::run(disk, e, built, &cfg, &RunControl::default()).unwrap();
     let v = log.lock().unwrap().clone();

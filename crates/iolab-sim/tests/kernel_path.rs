@@ -56,6 +56,7 @@ fn run(spec: &WorkloadSpec, disk_name: &str, sched_name: &str, queue: QueueSpec,
         max_time: Some(SimTime::from_ms_f64(max_s * 1e3)),
         max_requests: None,
         seed: 1,
+        cpus: None,
     };
     let mut seen = Seen::default();
     let out = engine::run_observed(disk, e, built, &cfg, &RunControl::default(), &mut seen).unwrap();
@@ -300,6 +301,7 @@ fn blk_mq_elevators_merge_async_writes_when_tags_allow() {
             max_time: Some(SimTime::from_ms_f64(500.0)),
             max_requests: None,
             seed: 1,
+            cpus: None,
         };
         let mut seen = Seen::default();
         engine::run_observed(disk, e, built, &cfg, &RunControl::default(), &mut seen).unwrap();

@@ -32,6 +32,12 @@ the guest's. How it reaches the simulator is the think model (``--think``):
   process alone shows (seqreaders on the HP 97560 under AS, by the guest's
   clock: median 1.72 ms beyond the think time, p90 3.05 ms, against 1.00 and
   1.39 ms alone).
+* ``cpu``: as ``guest``, but the one-process extra is CPU time: the
+  simulator runs it on the guest's CPUs (``[host] cpus``: one under
+  ``--icount``, two otherwise), where a process's burst waits for the
+  others' (engine::cpu, first come first served), so the longer time per
+  request of several processes is the model's outcome rather than its
+  input; the workloads are traced as under ``workload``, to compare.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from iolab.kernel.workloads import WORKLOADS, layout
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 # The calibration runs whose traced copies give the guest's own distribution.
 TRACED_MEASURE = ["zlt0", "zlt1", "zlt2"]
-THINK_MODELS = ("mean", "samples", "guest", "workload")
+THINK_MODELS = ("mean", "samples", "guest", "workload", "cpu")
 CALIBRATION_RUNTIME_S = 8
 
 
@@ -60,8 +66,8 @@ def calibration_plan(disk: str, elevators: list[str], think_model: str,
     own gaps can be told apart (:func:`traceable`), traced."""
     plan = make_plan(disk, MEASURE, elevators, 1)
     traced: list[int] = []
-    if think_model in ("guest", "workload"):
-        extra = TRACED_MEASURE + ([w for w in workloads if traceable(w)] if think_model == "workload" else [])
+    if think_model in ("guest", "workload", "cpu"):
+        extra = TRACED_MEASURE + ([w for w in workloads if traceable(w)] if think_model != "guest" else [])
         n = len(plan.runs)
         for el in elevators:
             for wl in extra:
@@ -230,7 +236,7 @@ def sim_inputs(host: dict | None, think_model: str,
     if think_model == "samples":
         extra.update({float(t): [max(x, 0.0) / 1000 for x in v]
                       for t, v in host.get("think_samples_us", {}).items() if v})
-    elif think_model in ("guest", "workload"):
+    elif think_model in ("guest", "workload", "cpu"):
         given = host.get("think_guest_us", {})
         if not given:
             raise UserError(f"--think {think_model}: the calibration has no traced runs (calibrate again with "
@@ -283,7 +289,7 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
 def device_us(meta: dict, disk: str, elevator: str) -> float:
     """The guest's time per request the simulator charged as service (µs)."""
     model = meta.get("think_model", "mean")
-    dev, _ = sim_inputs(host_of(meta, disk).get(elevator), "guest" if model == "workload" else model)
+    dev, _ = sim_inputs(host_of(meta, disk).get(elevator), "guest" if model in ("workload", "cpu") else model)
     return dev
 
 

@@ -47,6 +47,9 @@ COMPARED = ["seqreaders", "randseq", "rwmix", "bufwrite", "aiowrite", "coop", "r
 # The guest raises nr_requests to this after each switch (testbed/guest/
 # lib.sh set_sched); the simulator's 6.1 elevators get the same.
 GUEST_NR_REQUESTS = 64
+# The guest's vCPUs without --icount (testbed/run.sh's default -smp); under
+# it, one (testbed.run).
+GUEST_SMP = 2
 
 
 def register(sub) -> None:
@@ -82,7 +85,9 @@ def register(sub) -> None:
                    help="the guest's measured time on top of a process's think time, given to the "
                         "simulator as its mean (default), as its distribution at the disk (samples), "
                         "or as its distribution by the guest's own clock, from traced copies of the "
-                        "calibration runs, at the disk's mean (guest)")
+                        "calibration runs, at the disk's mean (guest); as that of each process in a traced "
+                        "run of its own workload (workload); or the one-process distribution as CPU time on "
+                        "the guest's CPUs, where the processes' bursts wait for each other (cpu)")
     c.add_argument("--keep-calibration", action="store_true",
                    help="with --resim: measure the guest's time per request again from the "
                         "calibration boots already in DIR instead of booting again")
@@ -150,13 +155,15 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
 
 
 def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
-             host: dict | None, think_model: str = "mean") -> tuple[dict, str]:
+             host: dict | None, think_model: str = "mean", icount: int | None = None) -> tuple[dict, str]:
     """The simulator's spec for one elevator, with the guest's measured time
     per request (``host``, from :func:`measure_host`; it can differ between
     elevators, so each gets its own spec). ``think_model``: the guest's time
     on top of a process's think time as its mean, or as a measured
     distribution each think is drawn from (``samples``, ``guest``:
-    :func:`iolab.kernel.calibration.think_extras`)."""
+    :func:`iolab.kernel.calibration.think_extras`), or as CPU time on the
+    guest's CPUs (``cpu``: one under ``icount``, testbed/run.sh's two
+    otherwise)."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
     disk_tbl: dict = {"preset": disk, "queue_depth": 1}
     dev, extra = sim_inputs(host, think_model, wl.name)
@@ -171,9 +178,11 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
         "name": f"kernel compare: {wl.name} on {disk}, {elevator}",
         "disk": disk_tbl,
         "scheduler": [sched],
-        "workload": sim_workload(wl, extra),
+        "workload": sim_workload(wl, extra, extra_as_cpu=think_model == "cpu"),
         "run": {"duration_s": runtime, "seed": 1, "repetitions": reps},
     }
+    if think_model == "cpu":
+        spec["host"] = {"cpus": 1 if icount is not None else GUEST_SMP}
     return spec, note
 
 
@@ -284,6 +293,7 @@ def _analyse(out: Path, meta: dict) -> dict:
                         "mean_seek_cylinders": mean_ci([r["seek"]["mean_cylinders"] for r in simdoc["runs"]
                                                         if r["scheduler"] == el])[0],
                     },
+                    "sim_cpu": _sim_cpu([r for r in simdoc["runs"] if r["scheduler"] == el]),
                     "note": meta.get("notes", {}).get(el, ""),
                     "at_disk": WORKLOADS[wl].buffered_writes,
                     "kernel_fio_mb_s": mean_ci(k.fio_mb_s)[0],
@@ -298,6 +308,48 @@ def _analyse(out: Path, meta: dict) -> dict:
     (out / "compare.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
     (out / "report.md").write_text(report(result))
     return result
+
+
+def _sim_cpu(runs: list[dict]) -> dict | None:
+    """The simulator's CPUs over ``runs`` (``--think cpu``): the mean burst
+    and the mean wait for a CPU per request, µs."""
+    cpu = [r["cpu"] for r in runs if r.get("cpu") and r["cpu"]["bursts"]]
+    if not cpu:
+        return None
+    return {"burst_us": mean_ci([c["busy_ms"] * 1e3 / c["bursts"] for c in cpu])[0],
+            "wait_us": mean_ci([c["mean_wait_us"] for c in cpu])[0]}
+
+
+def cpu_table(result: dict) -> list[str]:
+    """``--think cpu``: the time per request beyond the think time the
+    simulator's CPUs gave each workload's processes, against what the
+    workload's traced run measured in the guest (its processes' own gaps)."""
+    meta = result["meta"]
+    rows = []
+    for r in result["rows"]:
+        c = r.get("sim_cpu")
+        if not c:
+            continue
+        gaps = host_of(meta, r["disk"]).get(r["elevator"], {}).get("workload_gap_us", {}).get(r["workload"], {})
+        n = sum(g["n"] for g in gaps.values())
+        guest = sum(g["mean"] * g["n"] for g in gaps.values()) / n if n else math.nan
+        total = c["burst_us"] + c["wait_us"]
+        rows.append(f"| {r['disk']} | {r['workload']} | {r['elevator']} | {c['burst_us']:.0f} | {c['wait_us']:.0f} "
+                    f"| {total:.0f} | {guest:.0f} | {n} | {total / guest - 1:+.1%} |" if n else
+                    f"| {r['disk']} | {r['workload']} | {r['elevator']} | {c['burst_us']:.0f} | {c['wait_us']:.0f} "
+                    f"| {total:.0f} | n/a | 0 | |")
+    if not rows:
+        return []
+    return [
+        "The guest's CPU in the simulator (`--think cpu`): per request of a synchronous process, the mean "
+        "burst (the one-process time), the mean wait for the CPU, their sum, and the same time measured in the "
+        "guest (the workload's traced run, every synchronous process's gaps less its think time; µs):",
+        "",
+        "| disk | workload | elevator | burst | wait | sim | guest | n | sim/guest − 1 |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 CALIBRATION_TEXT = {
@@ -315,6 +367,10 @@ THINK_TEXT = {
     "workload": "from the gaps by the guest's own clock, traced, from a completion to the next insertion, "
                 "of each process in a traced run of its own workload (`--think workload`: 100 quantiles "
                 "per workload and think time; the one-process runs' for the rest)",
+    "cpu": "from the one-process gaps by the guest's own clock (as `--think guest`), as CPU time run on the "
+           "guest's CPUs before the think time, each process's burst waiting for the others' "
+           "(`--think cpu`, `[host] cpus`; the table below sets what that gives against the workloads' "
+           "own traced gaps)",
 }
 
 
@@ -389,6 +445,7 @@ def report(result: dict) -> str:
                                for h in host_of(meta, disk).values()) else []),
         *guest_clock_table(meta),
         *workload_clock_table(meta),
+        *cpu_table(result),
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
         "two within ±5% (p < 0.05). Latency: fio's total latency (p50/p99 ms); anticipation: "
@@ -555,7 +612,8 @@ def run_sim_side(out: Path, meta: dict) -> None:
             runs = []
             for el in elevators:
                 spec, note = sim_spec(disk, WORKLOADS[wl], el, meta["runtime"], meta["reps"],
-                                      host_of(meta, disk).get(el), meta.get("think_model", "mean"))
+                                      host_of(meta, disk).get(el), meta.get("think_model", "mean"),
+                                      meta.get("icount"))
                 if note:
                     notes[el] = note
                 (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")

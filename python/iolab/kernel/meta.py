@@ -90,8 +90,8 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
             raise _bad(path, key, "an object", meta[key])
     if "calibration" in meta and not isinstance(meta["calibration"], str):
         raise _bad(path, "calibration", "text", meta["calibration"])
-    if meta.get("think_model", "mean") not in ("mean", "samples", "guest", "workload"):
-        raise _bad(path, "think_model", "mean, samples, guest or workload", meta["think_model"])
+    if meta.get("think_model", "mean") not in ("mean", "samples", "guest", "workload", "cpu"):
+        raise _bad(path, "think_model", "mean, samples, guest, workload or cpu", meta["think_model"])
     icount = meta.get("icount")
     if icount is not None and (not isinstance(icount, int) or isinstance(icount, bool) or not 0 <= icount <= 10):
         raise _bad(path, "icount", "QEMU's instruction-counter shift, 0 to 10, or null", icount)

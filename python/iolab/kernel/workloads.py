@@ -229,12 +229,15 @@ def fio_job(w: Workload, capacity: int, runtime_s: int, device: str = "/dev/vda"
     return "\n".join(lines)
 
 
-def sim_workload(w: Workload, extra_think_ms: dict[float, float | list[float]] | None = None) -> dict:
+def sim_workload(w: Workload, extra_think_ms: dict[float, float | list[float]] | None = None,
+                 extra_as_cpu: bool = False) -> dict:
     """The simulator's ``[workload]`` table of ``w``. ``extra_think_ms``
     maps a group's think time to the guest's measured time on top of it
     (between a completion and the process's next request): one value, or
     equally likely values (the think time is then drawn from them, each
-    think + value taken as at least zero)."""
+    think + value taken as at least zero). ``extra_as_cpu``: the measured
+    values are the group's CPU time per request instead (``cpu``, spent
+    before the think time on the run's ``[host] cpus``)."""
     groups = []
     extra_think_ms = extra_think_ms or {}
     for g in w.groups:
@@ -267,7 +270,11 @@ def sim_workload(w: Workload, extra_think_ms: dict[float, float | list[float]] |
         # queue at once; a buffered writer's calls cost what the page cache
         # model charges).
         extra = extra_think_ms.get(g.think_ms, 0.0) if g.direct and g.iodepth == 1 else 0.0
-        if isinstance(extra, list):
+        if extra_as_cpu and isinstance(extra, list):
+            if g.think_ms > 0:
+                grp["think"] = {"dist": "constant", "ms": g.think_ms}
+            grp["cpu"] = {"dist": "samples", "ms": [round(max(x, 0.0), 4) for x in extra]}
+        elif isinstance(extra, list):
             grp["think"] = {"dist": "samples", "ms": [round(max(g.think_ms + x, 0.0), 4) for x in extra]}
         elif g.think_ms + extra > 0:
             grp["think"] = {"dist": "constant", "ms": round(g.think_ms + extra, 4)}

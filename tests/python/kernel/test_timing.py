@@ -193,6 +193,29 @@ def test_guest_think_model_splits_the_gap_where_the_guests_elevator_does(tmp_pat
     assert spec["disk"]["host_overhead_us"] == 1500.0
 
 
+def test_the_cpu_think_model_gives_the_guest_time_as_cpu_on_the_guests_cpus():
+    """--think cpu: the one-process distribution becomes each process's CPU
+    time per request (a draw below zero taken as zero), the think time
+    stays fio's, and the run has the guest's CPUs: one under --icount, two
+    otherwise; the workloads' own runs are traced too, to compare."""
+    host = {"device_us": 200.0, "think_us": {"0": 100.0, "1": 300.0},
+            "think_guest_us": {"0": [800.0, 1200.0], "1": [-100.0, 900.0]},
+            "guest_device_us": {"0": 1500.0, "mean": 1500.0}}
+    spec, _ = compare.sim_spec("hp97560", compare.WORKLOADS["randseq"], "wpcas", 10, 1, host, "cpu", icount=3)
+    rand, seq = spec["workload"]["group"]
+    assert "think" not in rand and rand["cpu"] == {"dist": "samples", "ms": [0.8, 1.2]}
+    assert seq["think"] == {"dist": "constant", "ms": 1.0} and seq["cpu"] == {"dist": "samples", "ms": [0.0, 0.9]}
+    assert spec["host"] == {"cpus": 1} and spec["disk"]["host_overhead_us"] == 1500.0
+    assert compare.sim_spec("hp97560", compare.WORKLOADS["randseq"], "wpcas", 10, 1, host, "cpu")[0]["host"] \
+        == {"cpus": compare.GUEST_SMP}
+    assert "host" not in compare.sim_spec("hp97560", compare.WORKLOADS["randseq"], "wpcas", 10, 1, host, "guest",
+                                          icount=3)[0]
+    runs = compare.run_sim({**spec, "run": {"duration_s": 2, "seed": 1, "repetitions": 1}})
+    assert runs[0]["cpu"]["cpus"] == 1 and runs[0]["cpu"]["bursts"] > 0
+    plan, traced = calibration.calibration_plan("hp97560", ["wpcas"], "cpu", ["randseq"])
+    assert [plan.runs[i][1] for i in traced] == ["zlt0", "zlt1", "zlt2", "randseq"]
+
+
 def test_the_guest_clock_gap_ends_at_the_insertion_and_falls_back_to_queueing(tmp_path):
     lines = [
         "         fio-127      [000] d.h2.   10.000000: 254,0    C  RS 100 + 8 [0]",

@@ -125,6 +125,7 @@ fn main() {
                 max_time: None,
                 max_requests: Some(requests),
                 seed: 1,
+                cpus: None,
             };
             let t0 = Instant::now();
             let out = engine::run(disk, elevator, built, &cfg, &RunControl::default()).expect("bench run");

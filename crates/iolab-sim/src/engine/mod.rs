@@ -61,6 +61,7 @@ pub struct RunControl {
 /// Events between two looks at the cancel flag and two progress updates.
 const CHECK_EVERY: u64 = 1 << 14;
 
+pub mod cpu;
 mod kernel;
 
 /// Events at one instant beyond which a run is stuck: a loop of zero-time
@@ -83,6 +84,9 @@ pub struct EngineConfig {
     /// Stop after this many completions.
     pub max_requests: Option<u64>,
     pub seed: u64,
+    /// CPUs the processes' `cpu` time runs on (`[host] cpus`); `None`:
+    /// one per process.
+    pub cpus: Option<u32>,
 }
 
 /// Hooks for tests and tracing; all optional. In blktrace's terms:
@@ -118,6 +122,8 @@ pub struct Outcome {
     pub timings: Vec<(ProcessId, crate::workload::process::PhaseTiming)>,
     /// The page cache's counters, for runs with buffered I/O.
     pub cache: Option<crate::pagecache::CacheReport>,
+    /// The CPUs' figures, for runs with `[host] cpus`.
+    pub cpu: Option<cpu::CpuReport>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -190,6 +196,8 @@ struct Engine<'o, O: Observer> {
     kio: kernel::KernelIo,
     /// The page cache, for workloads with buffered I/O.
     cache: Option<PageCache>,
+    /// The CPUs processes compute on, when fewer than the processes.
+    cpus: Option<cpu::CpuPool>,
     /// Processes that have not exited.
     live: usize,
     /// Buffered I/O's copy time per page, ns.
@@ -276,6 +284,7 @@ pub fn run_observed<O: Observer>(
         blk: BlockLayer::new(&cfg.queue)?,
         kio: kernel::KernelIo::new(threads),
         cache,
+        cpus: cfg.cpus.map(cpu::CpuPool::new),
         live: n,
         copy_ns_per_page: crate::time::ms_to_ns(cfg.vm.copy_us_per_page / 1000.0),
         barriers: std::collections::BTreeMap::new(),
@@ -398,7 +407,8 @@ pub fn run_observed<O: Observer>(
         .flat_map(|(pid, p)| p.timings().iter().map(move |t| (pid as ProcessId, *t)))
         .collect();
     let cache = e.cache.as_ref().map(|c| c.report());
-    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache })
+    let cpu = e.cpus.as_ref().map(|c| c.report());
+    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache, cpu })
 }
 
 impl<O: Observer> Engine<'_, O> {
@@ -448,6 +458,17 @@ impl<O: Observer> Engine<'_, O> {
                 Step::Think(ns) => {
                     self.state[p] = ProcState::Sleeping;
                     self.schedule(self.now + ns, Kind::Wake(pid));
+                    return Ok(());
+                }
+                Step::Compute { cpu, sleep } => {
+                    // On a CPU of its own unless the run has fewer
+                    // (engine::cpu): then after the bursts before it.
+                    let ran = match self.cpus.as_mut() {
+                        Some(pool) => pool.run(self.now, cpu),
+                        None => self.now + cpu,
+                    };
+                    self.state[p] = ProcState::Sleeping;
+                    self.schedule(ran + sleep, Kind::Wake(pid));
                     return Ok(());
                 }
                 Step::File(op) => {
@@ -735,6 +756,7 @@ mod tests {
             max_time: None,
             max_requests: None,
             seed: 1,
+            cpus: None,
         };
         run_observed(disk, sched, built, &cfg, &RunControl::default(), log).unwrap()
     }

@@ -84,6 +84,12 @@ fn build_workload(w: &WorkloadSpec, trace: Option<&Trace>, capacity: u64) -> Res
     }
 }
 
+/// A `[host]` table left as it is is not written into results (the specs
+/// recorded before it existed read the same).
+fn host_is_default(h: &crate::engine::cpu::HostSpec) -> bool {
+    *h == crate::engine::cpu::HostSpec::default()
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
@@ -99,6 +105,9 @@ pub struct Spec {
     /// Memory and write-back (buffered I/O only).
     #[serde(default)]
     pub vm: VmSpec,
+    /// The CPUs the processes compute on (`cpus`; absent, one each).
+    #[serde(default, skip_serializing_if = "host_is_default")]
+    pub host: crate::engine::cpu::HostSpec,
     /// `[[scheduler]]` tables, one per configuration to compare.
     #[serde(rename = "scheduler")]
     pub schedulers: Vec<SchedSpec>,
@@ -440,6 +449,7 @@ impl Experiment {
         }
         spec.queue.validate()?;
         spec.vm.validate()?;
+        spec.host.check()?;
         if spec.disk.diskspecs.as_ref().is_some_and(|p| p.trim().is_empty()) {
             return Err(Error::invalid("disk.diskspecs", "is empty; name a DiskSim parameter file"));
         }
@@ -498,6 +508,7 @@ impl Experiment {
             max_time: self.spec.run.duration_s.map(|d| SimTime((d * NS_PER_S as f64).round() as u64)),
             max_requests: self.spec.run.max_requests,
             seed: job.seed,
+            cpus: self.spec.host.cpus,
         };
         // What only the run finds (a process that stops the clock) is told
         // with the spec and the job it came from.
@@ -513,6 +524,7 @@ impl Experiment {
             out.collector.finish(out.end, out.overhang_ns, header, &out.classes, &out.process_names, out.anticipation);
         result.phases = crate::metrics::phase_results(&out.timings);
         result.page_cache = out.cache;
+        result.cpu = out.cpu;
         Ok(result)
     }
 }

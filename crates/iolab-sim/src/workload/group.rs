@@ -86,7 +86,8 @@ pub struct GroupSpec {
     /// For `pattern = "strided"`: the stride in records.
     pub stride: u64,
     pub think: ThinkSpec,
-    /// CPU time per operation, added to the think time.
+    /// CPU time per operation, spent before the think time (on a CPU of
+    /// the run's `[host] cpus` when it has fewer than its processes).
     pub cpu: ThinkSpec,
     pub start_ms: f64,
     /// Process i of the group starts at `start_ms + i * start_interval_ms`.

@@ -66,6 +66,10 @@ pub enum Step {
     File(crate::fileop::FileOp),
     /// Compute for this many ns, then ask again.
     Think(u64),
+    /// Run on a CPU for `cpu` ns, then sleep for `sleep` ns, then ask
+    /// again. Without `[host] cpus` the same as `Think(cpu + sleep)`; with
+    /// it, the CPU part waits for a free CPU (`engine::cpu`).
+    Compute { cpu: u64, sleep: u64 },
     /// Block until one of its requests completes.
     Wait,
     /// Wait until `parties` processes of barrier group `group` have

@@ -637,6 +637,7 @@ mod tests {
                     p.completed(&request_for(op, now), now);
                 }
                 Step::Think(ns) => now += ns,
+                Step::Compute { .. } => panic!("Postmark thinks, it has no cpu time"),
                 Step::Wait => panic!("waiting with nothing in flight"),
                 // Through the page cache: seen here as the blocks it names
                 // (a read is sync, a write is write-back).

@@ -15,7 +15,8 @@
 //!
 //! `cpu` is CPU time spent per operation before the next (the work around
 //! the I/O; IOzone itself has next to none), drawn like a think time and
-//! added to it. Processes that run the same phases together (IOzone's
+//! spent before it: on a CPU of the process's own, unless the run has
+//! fewer CPUs (`[host] cpus`), where it waits for one. Processes that run the same phases together (IOzone's
 //! throughput mode) can meet at a barrier at the end of each phase, so
 //! that every phase starts at once for all of them; each phase's start,
 //! end and bytes are kept for IOzone-style throughput (`timings`).
@@ -63,7 +64,7 @@ pub struct Phase {
     /// Operations in this phase; `None` = until the process stops.
     pub ops: Option<u64>,
     pub think: ThinkTime,
-    /// CPU time per operation, added to the think time.
+    /// CPU time per operation, spent before the think time.
     pub cpu: ThinkTime,
 }
 
@@ -233,10 +234,16 @@ impl Process for PatternProcess {
             return Step::Wait;
         }
         if self.think_due {
-            let ns = p.think.draw(rng) + p.cpu.draw(rng);
+            // think first, then cpu: the order of the draws every result
+            // so far was made with
+            let sleep = p.think.draw(rng);
+            let cpu = p.cpu.draw(rng);
             self.think_due = false;
-            if ns > 0 {
-                return Step::Think(ns);
+            if cpu > 0 {
+                return Step::Compute { cpu, sleep };
+            }
+            if sleep > 0 {
+                return Step::Think(sleep);
             }
         }
         let rec = p.record_sectors as u64;
@@ -392,7 +399,7 @@ mod tests {
         let t = SimTime::ZERO;
         let op = FileOp { file: 0, page: 0, pages: 2, dir: Dir::Read, partial: false, sectors: 16 };
         assert_eq!(p.next(t, &mut rng), Step::File(op));
-        assert_eq!(p.next(t, &mut rng), Step::Think(NS_PER_MS + 5_000), "no wait: the call has returned");
+        assert_eq!(p.next(t, &mut rng), Step::Compute { cpu: 5_000, sleep: NS_PER_MS }, "no wait: the call has returned");
         assert_eq!(p.next(t, &mut rng), Step::File(FileOp { page: 2, ..op }));
         assert_eq!((p.file_sector(0, 3), p.file_pages(0)), (800 + 24, 8));
     }
@@ -465,11 +472,13 @@ mod tests {
                             match again {
                                 Step::Issue(_) | Step::IssueThenWait(_) => in_flight += 1,
                                 Step::Think(ns) => now += ns,
+                                Step::Compute { cpu, sleep } => now += cpu + sleep,
                                 Step::Exit => break,
                                 _ => {}
                             }
                         }
                         Step::Think(ns) => now += ns,
+                        Step::Compute { cpu, sleep } => now += cpu + sleep,
                         Step::Wait => {
                             // Blocked: its oldest request completes.
                             prop_assert!(in_flight > 0, "waits with nothing in flight");

@@ -570,7 +570,7 @@ mod tests {
         let (elevator, _) = crate::sched::build("noop", &BTreeMap::new(), &ctx).unwrap();
         let built = build(&spec, disk.capacity_sectors()).unwrap();
         let cfg =
-            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3 };
+            EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: d.device_order, max_time: None, max_requests: None, seed: 3, cpus: None };
         let mut gaps = Gaps::default();
         engine::run_observed(disk, elevator, built, &cfg, &RunControl::default(), &mut gaps).unwrap();
         let long = |lo: f64, hi: f64| {

@@ -699,6 +699,7 @@ mod tests {
             max_time: None,
             max_requests: None,
             seed: 3,
+            cpus: None,
         };
         let out = engine::run(disk, Box::new(cfq()), built, &cfg, &RunControl::default()).unwrap();
         (out.collector.inserted, out.collector.completed())
@@ -734,7 +735,7 @@ mod tests {
         let disk = disk::build(&d, std::path::Path::new(".")).unwrap();
         let spec = WorkloadSpec::Processes(ProcessesSpec { placement: Placement::Spread, group: vec![one(0.0), one(1.0)] });
         let built = workload::build(&spec, disk.capacity_sectors()).unwrap();
-        let cfg = EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: Default::default(), max_time: None, max_requests: None, seed: 1 };
+        let cfg = EngineConfig { queue: Default::default(), vm: Default::default(), queue_depth: 1, device_order: Default::default(), max_time: None, max_requests: None, seed: 1, cpus: None };
         let mut obs = Dispatches::default();
         engine::run_observed(disk, Box::new(cfq()), built, &cfg, &RunControl::default(), &mut obs).unwrap();
         assert_eq!(obs.0, vec![(0, ms(0)), (1, ms(5))]);
