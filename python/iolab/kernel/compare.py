@@ -190,7 +190,11 @@ def run_sim(spec: dict) -> list[dict]:
     from iolab.simulate import run_experiment, spec_from_dict
 
     exp = spec_from_dict(spec, name=spec["name"])
-    return run_experiment(exp).document["runs"]
+    outcome = run_experiment(exp)
+    try:
+        return outcome.document["runs"]
+    finally:
+        outcome.store.close()  # the spooled runs' temporary file
 
 
 # ---------------------------------------------------------------- the command
