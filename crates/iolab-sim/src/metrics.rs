@@ -457,5 +457,15 @@ pub struct RunResult {
     pub page_cache: Option<crate::pagecache::CacheReport>,
     /// The CPUs the processes' `cpu` time ran on (runs with `[host] cpus`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<crate::engine::cpu::CpuReport>,
+    pub cpu: Option<CpuReport>,
+}
+
+/// The CPUs' figures in a run's result (`[host] cpus`, engine::cpu).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuReport {
+    pub cpus: u32,
+    pub bursts: u64,
+    pub busy_ms: f64,
+    /// Mean time a burst waited for a CPU.
+    pub mean_wait_us: f64,
 }

@@ -17,6 +17,7 @@
 //! the scheduler's; docs/kernel.md says what it gives against the guest.
 
 use crate::error::{Error, Result};
+pub use crate::metrics::CpuReport;
 use crate::time::SimTime;
 use serde::{Deserialize, Serialize};
 
@@ -100,16 +101,6 @@ impl CpuPool {
             },
         }
     }
-}
-
-/// The CPUs' figures in a run's result.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CpuReport {
-    pub cpus: u32,
-    pub bursts: u64,
-    pub busy_ms: f64,
-    /// Mean time a burst waited for a CPU.
-    pub mean_wait_us: f64,
 }
 
 #[cfg(test)]
