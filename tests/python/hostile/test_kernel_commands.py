@@ -75,7 +75,7 @@ META_CASES = [
     ("host-think-key", _with(host_by_disk={"hp97560": {"none": {"device_us": 1, "think_us": {"x": 1}}}}),
      ["field `host_by_disk.hp97560.none.think_us`"]),
     ("calibration-number", _with(calibration=1), ["field `calibration`"]),
-    ("think-model-unknown", _with(think_model="median"), ["field `think_model`: expected mean, samples, guest or workload"]),
+    ("think-model-unknown", _with(think_model="median"), ["field `think_model`: expected mean, samples, guest, workload or cpu"]),
     ("icount-11", _with(icount=11), ["field `icount`"]),
     ("icount-text", _with(icount="6"), ["field `icount`"]),
     ("think-samples-text", _with(host_by_disk={"hp97560": {"none": {
