@@ -54,7 +54,6 @@ from iolab.kernel.workloads import WORKLOADS, layout
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 # The calibration runs whose traced copies give the guest's own distribution.
 TRACED_MEASURE = ["zlt0", "zlt1", "zlt2"]
-THINK_MODELS = ("mean", "samples", "guest", "workload", "cpu")
 CALIBRATION_RUNTIME_S = 8
 
 

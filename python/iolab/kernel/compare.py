@@ -32,7 +32,7 @@ from pathlib import Path
 from iolab.cli.errors import UserError
 from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
-from iolab.kernel.calibration import THINK_MODELS, calibrate, device_us, host_of, measure_host, sim_inputs
+from iolab.kernel.calibration import calibrate, device_us, host_of, measure_host, sim_inputs
 from iolab.kernel.emulog import CLOCK_TOLERANCE, cut_log, mean_of_cuts, off_clock
 from iolab.kernel.guest import (MAX_GUESTS, Plan, capacity_sectors, check_run_ids, fio_summary, make_plan, run_disk,
                                 run_side_by_side, stats_file)
@@ -81,7 +81,7 @@ def register(sub) -> None:
                    help="elevators whose kernel runs are traced with the blk tracer (block events and "
                         "the elevator's own messages, e.g. bfq's) into DIR/DISK/runs/ID.trace; "
                         "`iolab kernel bfqlog DIR` summarises bfq's")
-    c.add_argument("--think", choices=THINK_MODELS, default="mean",
+    c.add_argument("--think", choices=kmeta.THINK_MODELS, default="mean",
                    help="the guest's measured time on top of a process's think time, given to the "
                         "simulator as its mean (default), as its distribution at the disk (samples), "
                         "or as its distribution by the guest's own clock, from traced copies of the "
@@ -338,10 +338,9 @@ def cpu_table(result: dict) -> list[str]:
         n = sum(g["n"] for g in gaps.values())
         guest = sum(g["mean"] * g["n"] for g in gaps.values()) / n if n else math.nan
         total = c["burst_us"] + c["wait_us"]
+        measured = f"{guest:.0f} | {n} | {total / guest - 1:+.1%}" if n else "n/a | 0 | "
         rows.append(f"| {r['disk']} | {r['workload']} | {r['elevator']} | {c['burst_us']:.0f} | {c['wait_us']:.0f} "
-                    f"| {total:.0f} | {guest:.0f} | {n} | {total / guest - 1:+.1%} |" if n else
-                    f"| {r['disk']} | {r['workload']} | {r['elevator']} | {c['burst_us']:.0f} | {c['wait_us']:.0f} "
-                    f"| {total:.0f} | n/a | 0 | |")
+                    f"| {total:.0f} | {measured} |")
     if not rows:
         return []
     return [

@@ -17,6 +17,10 @@ from typing import Any
 
 from iolab.cli.errors import UserError
 
+# The models of the guest's time the simulator is given (`--think`;
+# iolab.kernel.calibration says what each is).
+THINK_MODELS = ("mean", "samples", "guest", "workload", "cpu")
+
 
 def _bad(path: Path, field: str, expected: str, got: Any) -> UserError:
     shown = json.dumps(got)
@@ -90,8 +94,9 @@ def load(out: Path, disks: Iterable[str], workloads: Iterable[str], elevators: I
             raise _bad(path, key, "an object", meta[key])
     if "calibration" in meta and not isinstance(meta["calibration"], str):
         raise _bad(path, "calibration", "text", meta["calibration"])
-    if meta.get("think_model", "mean") not in ("mean", "samples", "guest", "workload", "cpu"):
-        raise _bad(path, "think_model", "mean, samples, guest, workload or cpu", meta["think_model"])
+    if meta.get("think_model", "mean") not in THINK_MODELS:
+        raise _bad(path, "think_model", ", ".join(THINK_MODELS[:-1]) + " or " + THINK_MODELS[-1],
+                   meta["think_model"])
     icount = meta.get("icount")
     if icount is not None and (not isinstance(icount, int) or isinstance(icount, bool) or not 0 <= icount <= 10):
         raise _bad(path, "icount", "QEMU's instruction-counter shift, 0 to 10, or null", icount)

@@ -16,8 +16,9 @@
 //! `cpu` is CPU time spent per operation before the next (the work around
 //! the I/O; IOzone itself has next to none), drawn like a think time and
 //! spent before it: on a CPU of the process's own, unless the run has
-//! fewer CPUs (`[host] cpus`), where it waits for one. Processes that run the same phases together (IOzone's
-//! throughput mode) can meet at a barrier at the end of each phase, so
+//! fewer CPUs (`[host] cpus`), where it waits for one. Processes that run
+//! the same phases together (IOzone's throughput mode) can meet at a
+//! barrier at the end of each phase, so
 //! that every phase starts at once for all of them; each phase's start,
 //! end and bytes are kept for IOzone-style throughput (`timings`).
 
