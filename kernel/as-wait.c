@@ -17,6 +17,7 @@
  * Copyright (C) 2026 the iolab authors
  */
 #include <linux/blk-mq.h>
+#include <linux/blktrace_api.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 
@@ -46,6 +47,10 @@ static void as_antic_record(struct as_data *ad, bool success)
 		waited = ad->now - ad->idle_from;
 	as_tally(&ad->stats, success, waited);
 	if (ad->target) {
+		/* for `iolab kernel decisions`, as wpcas_trace_ste */
+		blk_add_trace_msg(ad->q, "as end pos %llu ok %d waited %llu",
+				  (unsigned long long)ad->target->aic.last_request_pos,
+				  success, div_u64(waited, NSEC_PER_USEC));
 		as_tally(&ad->target->aic.antic, success, waited);
 		if (!ad->target->aic.running)
 			ad->antic_exited++;
@@ -71,8 +76,13 @@ void as_antic_waitreq(struct as_data *ad)
 	if (ad->antic_status != ANTIC_OFF)
 		return;
 	ad->stats.started++;
-	if (ad->target)
+	if (ad->target) {
 		ad->target->aic.antic.started++;
+		/* req 1: the target's own request is still in flight */
+		blk_add_trace_msg(ad->q, "as start pos %llu req %d",
+				  (unsigned long long)ad->target->aic.last_request_pos,
+				  !ad->ioc_finished);
+	}
 	if (!ad->target || ad->ioc_finished)
 		as_antic_waitnext(ad, ad->policy->wait_ns(ad));
 	else

@@ -30,6 +30,7 @@
  *
  * Copyright (C) 2026 the iolab authors
  */
+#include <linux/blktrace_api.h>
 #include <linux/math64.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -201,6 +202,29 @@ static u64 wpcas_period_ns(struct as_data *ad)
 }
 
 /*
+ * One line per decision into blktrace (nothing unless a trace runs), for
+ * `iolab kernel decisions`: the simulator's copy of this file (kshim)
+ * writes the same lines, so both homes' decisions are read alike. The
+ * target is named by where its last request ended (its region of the
+ * disk); times are us. "st" is the wait's state when asked (enum
+ * as_antic_status: 0 a fresh decision, 2 a wait under way).
+ */
+static void wpcas_trace_ste(struct as_data *ad, s64 t_s, s64 t_a, bool wait)
+{
+	struct as_io_context *aic = &ad->target->aic;
+
+	blk_add_trace_msg(ad->q,
+			  "wpcas ste st %d pos %llu ok %llu f %llu tas %llu p %llu ts %lld ta %lld w %d",
+			  ad->antic_status,
+			  (unsigned long long)aic->last_request_pos,
+			  aic->antic.succeeded, aic->antic.failed,
+			  div_u64(wpcas_t_as(aic), NSEC_PER_USEC),
+			  div_u64(wpcas_period_ns(ad), NSEC_PER_USEC),
+			  div_s64(t_s, NSEC_PER_USEC), div_s64(t_a, NSEC_PER_USEC),
+			  wait);
+}
+
+/*
  * STE: is delta > 0, i.e. worth waiting rather than serving @cand? With n
  * finished anticipations, n * delta = ok * (T_s - T_a - T_as) - failed * P
  * has delta's sign; with none, p_s is prior_ps (in thousandths, so
@@ -213,6 +237,7 @@ static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 	u64 ok = aic->antic.succeeded, failed = aic->antic.failed;
 	sector_t head = ad->last_sector[ad->batch.dir];
 	s64 t_s, t_a, gain;
+	bool wait;
 
 	if (ok + failed == 0) {
 		ok = w->prior_ps_milli;
@@ -236,8 +261,11 @@ static bool wpcas_worth_waiting(struct as_data *ad, struct request *cand)
 	 * gain > floor(failed * P / ok), exactly, in 64 bits.
 	 */
 	if (ok == 0 || gain <= 0)
-		return false;
-	return (u64)gain > div64_u64(failed * wpcas_period_ns(ad), ok);
+		wait = false;
+	else
+		wait = (u64)gain > div64_u64(failed * wpcas_period_ns(ad), ok);
+	wpcas_trace_ste(ad, t_s, t_a, wait);
+	return wait;
 }
 
 static bool wpcas_experienced(struct as_data *ad)
@@ -261,8 +289,16 @@ static bool wpcas_can_break(struct as_data *ad, struct request *rq,
 		return as_cooperation_breaks(ad, rq);
 	if (as_target_has_queued(ad) || as_exited_unrescued(ad))
 		return true;
-	if (!wpcas_experienced(ad))
-		return as_cooperation_breaks(ad, rq) || as_thinks_too_long(ad);
+	if (!wpcas_experienced(ad)) {
+		bool brk = as_cooperation_breaks(ad, rq) ||
+			   as_thinks_too_long(ad);
+
+		blk_add_trace_msg(ad->q, "wpcas as st %d pos %llu w %d",
+				  ad->antic_status,
+				  (unsigned long long)ad->target->aic.last_request_pos,
+				  !brk);
+		return brk;
+	}
 	/* nothing queued: nothing to lose by waiting */
 	if (!rq)
 		return false;

@@ -18,6 +18,11 @@ use crate::time::{ms_to_ns, NS_PER_S};
 /// thousand is beyond any confidence interval's need.
 pub const MAX_SEEDS: u64 = 10_000;
 
+/// Elevator messages kept per run (`run.elevator_messages`): each is a
+/// line of at most 128 characters (blktrace's BLK_TN_MAX_MSG), so a run
+/// keeps at most about 140 MB of them.
+pub const MAX_ELEVATOR_MESSAGES: u32 = 1_000_000;
+
 /// Jobs (scheduler configurations × seeds) of one spec or sweep: each
 /// job's result is kept until the report is written.
 pub const MAX_JOBS: u64 = 100_000;

@@ -272,6 +272,8 @@ impl Collector {
             phases: Vec::new(),
             page_cache: None,
             cpu: None,
+            elevator_messages: Vec::new(),
+            elevator_messages_dropped: 0,
         }
     }
 }
@@ -458,6 +460,24 @@ pub struct RunResult {
     /// The CPUs the processes' `cpu` time ran on (runs with `[host] cpus`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuReport>,
+    /// The elevator's own trace messages (runs with `run.elevator_messages`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub elevator_messages: Vec<ElevatorMessage>,
+    /// Messages past `run.elevator_messages`, counted, not kept.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub elevator_messages_dropped: u64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// One line an elevator wrote into blktrace (`blk_add_trace_msg`), at the
+/// simulated time of the hook that wrote it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ElevatorMessage {
+    pub t_ns: u64,
+    pub text: String,
 }
 
 /// The CPUs' figures in a run's result (`[host] cpus`, engine::cpu).

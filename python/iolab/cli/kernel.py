@@ -26,6 +26,8 @@ examples:
   iolab kernel bfqlog bfq-trace                           what the kernel's BFQ did, per run
   iolab kernel compare --icount 6 -o cmp                  the guest on QEMU's instruction counter
   iolab kernel timing cmp                                 the guest's time per request, per run
+  iolab kernel compare --trace wpcas -o cmp && iolab kernel decisions cmp
+                                                          WPCAS's decisions in the guest and the simulator
 """
 
 
@@ -56,11 +58,12 @@ def register(subparsers) -> None:
     o.add_argument("--repo", metavar="DIR", help="the iolab checkout (default: found)")
     o.set_defaults(func=run_overhead)
 
-    from iolab.kernel import bfqlog, compare, timing
+    from iolab.kernel import bfqlog, compare, decisions, timing
 
     compare.register(sub)
     bfqlog.register(sub)
     timing.register(sub)
+    decisions.register(sub)
 
 
 # Bounds checked before the guest boots (each repetition runs five elevators).

@@ -26,7 +26,7 @@ EXPIRE_REASONS = ["too idle", "budget timeout", "budget exhausted", "no more req
 
 BLOCK_EVENT = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+"
                     r"(?P<act>[A-Z])\s+(?P<rwbs>[A-Z]+)\s+(?P<sector>\d+) \+ (?P<n>\d+)")
-_MESSAGE = re.compile(r"^\s*.+?-\d+\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+(?:\d+,\d+\s+)?m\s+N\s+"
+MESSAGE = re.compile(r"^\s*.+?-\d+\s+\[\d+\]\s+\S+\s+(?P<t>[\d.]+):\s+\d+,\d+\s+(?:\d+,\d+\s+)?m\s+N\s+"
                       r"(?P<text>.*)$")
 _QUEUE = re.compile(r"^bfq(?P<q>\d+|SHARED-)(?P<kind>[SA]) (?P<text>.*)$")
 
@@ -61,7 +61,7 @@ def parse(path: Path) -> BfqTrace:
             elif m["act"] == "D":
                 out.issues.append((float(m["t"]), owner.get(sector, -1)))
             continue
-        m = _MESSAGE.match(line)
+        m = MESSAGE.match(line)
         if not m:
             continue
         out.messages += 1

@@ -18,6 +18,11 @@ struct kshim_proc {
 	struct io_cq *icq;
 };
 
+struct kshim_msg {
+	u64 t;
+	char text[BLK_TN_MAX_MSG];
+};
+
 struct kshim_instance {
 	struct elevator_type *type;
 	struct request_queue q;
@@ -47,6 +52,10 @@ struct kshim_instance {
 	u64 insert_merged;
 	u64 warnings;
 	char first_warning[160];
+	/* blktrace messages: lines[0 .. log_len), room for log_room */
+	struct kshim_msg *log;
+	u32 log_len, log_room, log_max;
+	u64 log_dropped;
 };
 
 /* The instance whose hook runs on this thread. */
@@ -69,6 +78,73 @@ void kshim_warn(const char *file, int line, const char *cond)
 		snprintf(cur->first_warning, sizeof(cur->first_warning),
 			 "%s:%d: WARN_ON_ONCE(%s)", base ? base + 1 : file,
 			 line, cond);
+}
+
+void kshim_trace_msg(struct request_queue *q, const char *fmt, ...)
+{
+	struct kshim_instance *k = container_of(q, struct kshim_instance, q);
+	struct kshim_msg *m;
+	va_list ap;
+
+	if (!k->log_max)
+		return;
+	if (k->log_len == k->log_max) {
+		k->log_dropped++;
+		return;
+	}
+	if (k->log_len == k->log_room) {
+		u32 room = k->log_room ? k->log_room * 2 : 1024;
+		struct kshim_msg *grown;
+
+		if (room > k->log_max)
+			room = k->log_max;
+		grown = realloc(k->log, (size_t)room * sizeof(*grown));
+		if (!grown) {
+			k->log_dropped++;
+			return;
+		}
+		k->log = grown;
+		k->log_room = room;
+	}
+	m = &k->log[k->log_len++];
+	m->t = k->now;
+	va_start(ap, fmt);
+	vsnprintf(m->text, sizeof(m->text), fmt, ap);
+	va_end(ap);
+}
+
+void kshim_set_log(struct kshim_instance *k, uint32_t max_lines)
+{
+	k->log_max = max_lines;
+	if (k->log_len > max_lines)
+		k->log_len = max_lines;
+}
+
+uint32_t kshim_log_count(struct kshim_instance *k)
+{
+	return k->log_len;
+}
+
+uint64_t kshim_log_dropped(struct kshim_instance *k)
+{
+	return k->log_dropped;
+}
+
+uint64_t kshim_log_line(struct kshim_instance *k, uint32_t i, char *buf,
+			size_t len)
+{
+	if (i >= k->log_len) {
+		if (len)
+			buf[0] = 0;
+		return 0;
+	}
+	snprintf(buf, len, "%s", k->log[i].text);
+	return k->log[i].t;
+}
+
+void kshim_log_clear(struct kshim_instance *k)
+{
+	k->log_len = 0;
 }
 
 uint64_t kshim_warnings(struct kshim_instance *k, char *first, size_t len)
@@ -1377,6 +1453,7 @@ void kshim_destroy(struct kshim_instance *k)
 	}
 	free(k->slots);
 	free(k->procs);
+	free(k->log);
 	free(k);
 	cur = NULL;
 }

@@ -124,6 +124,9 @@ pub struct Outcome {
     pub cache: Option<crate::pagecache::CacheReport>,
     /// The CPUs' figures, for runs with `[host] cpus`.
     pub cpu: Option<cpu::CpuReport>,
+    /// The elevator's own trace messages (those it was asked to keep,
+    /// `Elevator::keep_messages`) and how many were dropped.
+    pub messages: (Vec<(SimTime, String)>, u64),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -408,7 +411,8 @@ pub fn run_observed<O: Observer>(
         .collect();
     let cache = e.cache.as_ref().map(|c| c.report());
     let cpu = e.cpus.as_ref().map(|c| c.report());
-    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache, cpu })
+    let messages = e.sched.take_messages();
+    Ok(Outcome { end, overhang_ns, collector: e.metrics, events, classes, process_names, anticipation, timings, cache, cpu, messages })
 }
 
 impl<O: Observer> Engine<'_, O> {

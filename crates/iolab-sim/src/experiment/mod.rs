@@ -191,11 +191,20 @@ pub struct RunSpec {
     pub repetitions: u32,
     /// Explicit seeds (instead of `seed` and `repetitions`).
     pub seeds: Option<Vec<u64>>,
+    /// Keep up to this many of the elevator's own trace messages per run
+    /// (`blk_add_trace_msg` of the module's C, `kernel:NAME`) in its
+    /// result; 0 (the default, not written into results): none.
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub elevator_messages: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Default for RunSpec {
     fn default() -> Self {
-        RunSpec { duration_s: None, max_requests: None, seed: 1, repetitions: 1, seeds: None }
+        RunSpec { duration_s: None, max_requests: None, seed: 1, repetitions: 1, seeds: None, elevator_messages: 0 }
     }
 }
 
@@ -431,6 +440,16 @@ impl Experiment {
                 ));
             }
         }
+        if r.elevator_messages > crate::limits::MAX_ELEVATOR_MESSAGES {
+            return Err(Error::invalid(
+                "run.elevator_messages",
+                format!(
+                    "{} is more than {}, the most messages a run keeps",
+                    r.elevator_messages,
+                    crate::limits::MAX_ELEVATOR_MESSAGES
+                ),
+            ));
+        }
         if r.max_requests == Some(0) {
             return Err(Error::invalid("run.max_requests", "must be at least 1"));
         }
@@ -499,7 +518,8 @@ impl Experiment {
         let ctx = engine::sched_context(&*disk, self.spec.disk.queue_depth);
         let info = sched::find(&s.name)?;
         let values = &self.tunables[job.scheduler];
-        let elevator = (info.build)(values, &ctx);
+        let mut elevator = (info.build)(values, &ctx);
+        elevator.keep_messages(self.spec.run.elevator_messages);
         let cfg = EngineConfig {
             queue: self.spec.queue.clone(),
             vm: self.spec.vm.clone(),
@@ -525,6 +545,10 @@ impl Experiment {
         result.phases = crate::metrics::phase_results(&out.timings);
         result.page_cache = out.cache;
         result.cpu = out.cpu;
+        let (messages, dropped) = out.messages;
+        result.elevator_messages =
+            messages.into_iter().map(|(t, text)| crate::metrics::ElevatorMessage { t_ns: t.ns(), text }).collect();
+        result.elevator_messages_dropped = dropped;
         Ok(result)
     }
 }

@@ -99,6 +99,17 @@ pub trait Elevator: Send {
         None
     }
 
+    /// Optional. Keep the elevator's own trace messages (Linux:
+    /// `blk_add_trace_msg` while blktrace runs) from now on, up to
+    /// `max_lines`; only the module's C (`kernel:NAME`) writes any.
+    fn keep_messages(&mut self, _max_lines: u32) {}
+
+    /// Optional. The messages kept, oldest first, with their times, and
+    /// how many were dropped past the limit.
+    fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
+        (Vec::new(), 0)
+    }
+
     // Merging (2.6.20's elevator_merge_fn, elevator_merged_fn,
     // elevator_merge_req_fn, elevator_allow_merge_fn and the former/latter
     // lookups). The block layer (`crate::blk`) decides merges and keeps

@@ -340,6 +340,19 @@ void kshim_rb_insert(struct rb_root *root, struct rb_node *node,
 		     bool (*less)(const struct rb_node *, const struct rb_node *));
 void rb_erase(struct rb_node *node, struct rb_root *root);
 
+/* ---- blktrace messages (include/linux/blktrace_api.h) ---- */
+
+/*
+ * blk_add_trace_msg: the line goes into the instance's message log while
+ * the simulator keeps one (kshim_set_log), as the kernel's goes into a
+ * running trace; at most BLK_TN_MAX_MSG characters, as there.
+ */
+#define BLK_TN_MAX_MSG		128
+struct request_queue;
+void kshim_trace_msg(struct request_queue *q, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define blk_add_trace_msg(q, fmt, ...) kshim_trace_msg(q, fmt, ##__VA_ARGS__)
+
 /* ---- time and hrtimers (include/linux/hrtimer.h) ---- */
 
 /* The simulated time of the hook being run. */

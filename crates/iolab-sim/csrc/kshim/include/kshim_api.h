@@ -128,6 +128,21 @@ void kshim_set_insert_merges(struct kshim_instance *k, int on);
 /* Requests inserted and then merged away on insert. */
 uint64_t kshim_insert_merged(struct kshim_instance *k);
 
+/*
+ * The elevator's blktrace messages (blk_add_trace_msg): kept from now on,
+ * up to @max_lines lines (0: none kept, as with no trace running); lines
+ * past the limit are counted, not kept.
+ */
+void kshim_set_log(struct kshim_instance *k, uint32_t max_lines);
+/* Lines kept; lines dropped past the limit. */
+uint32_t kshim_log_count(struct kshim_instance *k);
+uint64_t kshim_log_dropped(struct kshim_instance *k);
+/* Line @i into @buf (NUL-terminated); returns its simulated time, ns. */
+uint64_t kshim_log_line(struct kshim_instance *k, uint32_t i, char *buf,
+			size_t len);
+/* Forget the lines kept (the limit and the dropped count stay). */
+void kshim_log_clear(struct kshim_instance *k);
+
 /* WARN_ON_ONCE hits so far, and the first one's place. */
 uint64_t kshim_warnings(struct kshim_instance *k, char *first, size_t len);
 

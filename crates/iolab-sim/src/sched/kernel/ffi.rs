@@ -103,4 +103,9 @@ kshim_api! {
     set_insert_merges = kshim_set_insert_merges(k: *mut Instance, on: c_int);
     insert_merged = kshim_insert_merged(k: *mut Instance) -> u64;
     warnings = kshim_warnings(k: *mut Instance, first: *mut c_char, len: usize) -> u64;
+    set_log = kshim_set_log(k: *mut Instance, max_lines: u32);
+    log_count = kshim_log_count(k: *mut Instance) -> u32;
+    log_dropped = kshim_log_dropped(k: *mut Instance) -> u64;
+    log_line = kshim_log_line(k: *mut Instance, i: u32, buf: *mut c_char, len: usize) -> u64;
+    log_clear = kshim_log_clear(k: *mut Instance);
 }

@@ -238,6 +238,35 @@ impl Instance {
         (n, cstr(buf.as_ptr()))
     }
 
+    /// Keep the module's blktrace messages (`blk_add_trace_msg`) from now
+    /// on, up to `max_lines` lines (0: none, as with no trace running).
+    pub fn keep_messages(&mut self, max_lines: u32) {
+        // SAFETY: a live instance.
+        unsafe { (self.lib.set_log)(self.p(), max_lines) }
+    }
+
+    /// The messages kept so far, oldest first, with the simulated time of
+    /// the hook that wrote each (then forgotten), and the count of those
+    /// dropped past the limit.
+    pub fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
+        // SAFETY: a live instance.
+        let n = unsafe { (self.lib.log_count)(self.p()) };
+        let mut buf = vec![0 as c_char; 160];
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            // SAFETY: a live instance, an index below the count, and a
+            // buffer of buf.len() bytes that the C side NUL-terminates.
+            let t = unsafe { (self.lib.log_line)(self.p(), i, buf.as_mut_ptr(), buf.len()) };
+            out.push((SimTime(t), cstr(buf.as_ptr())));
+        }
+        // SAFETY: a live instance.
+        let dropped = unsafe {
+            (self.lib.log_clear)(self.p());
+            (self.lib.log_dropped)(self.p())
+        };
+        (out, dropped)
+    }
+
     fn front_merge(&self, bio: &Request) -> Option<Request> {
         let (b, mut out) = (to_krq(bio), ffi::KRq::default());
         // SAFETY: a live instance, an input and an output record.
@@ -430,6 +459,14 @@ impl Elevator for KernelElevator {
     /// Only an elevator with a bio_merge hook is merged into, as in blk-mq.
     fn merges(&self) -> bool {
         self.inst.takes_merges()
+    }
+
+    fn keep_messages(&mut self, max_lines: u32) {
+        self.inst.keep_messages(max_lines);
+    }
+
+    fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
+        self.inst.take_messages()
     }
 
     /// The module's `request_merge`.

@@ -583,6 +583,14 @@ impl<S: MqSched> Elevator for BlkMq<S> {
         self.inner.anticipation()
     }
 
+    fn keep_messages(&mut self, max_lines: u32) {
+        self.inner.keep_messages(max_lines);
+    }
+
+    fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
+        self.inner.take_messages()
+    }
+
     fn merges(&self) -> bool {
         self.inner.merges()
     }
