@@ -307,7 +307,7 @@ def report(found: list[dict]) -> str:
         head = f"{f['disk']} {f['workload']} {f['elevator']}: kernel {f['kernel_runs']} runs, " \
                f"simulator {f['sim_runs']} runs (kernel:{f['elevator']})"
         cols = [f"{g} kernel | sim" for g in groups]
-        lines = [head, "", "| | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+        lines = [head, "", "| | " + " | ".join(cols) + " |", "|---|" + "---:|" * (2 * len(cols))]
         for key, name, fmt in ROWS:
             cells = [f"{_fmt(fmt, f['kernel'].get(g, {}).get(key))} | {_fmt(fmt, f['sim'].get(g, {}).get(key))}"
                      for g in groups]
