@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,13 @@ from iolab.kernel.workloads import WORKLOADS, layout
 SIM_MAX_LINES = 1_000_000
 
 _NUMBER = re.compile(r"^-?\d+$")
-KINDS = ("wpcas ste", "wpcas as", "as start", "as end")
+# each line's kind and the fields it must carry (kernel/wpcas-policy.c, as-wait.c)
+KINDS = {
+    "wpcas ste": {"st", "pos", "ok", "f", "tas", "p", "ts", "ta", "w"},
+    "wpcas as": {"st", "pos", "w"},
+    "as start": {"pos", "req"},
+    "as end": {"pos", "ok", "waited"},
+}
 
 
 def parse_line(text: str) -> tuple[str, dict[str, int]] | None:
@@ -46,36 +53,25 @@ def parse_line(text: str) -> tuple[str, dict[str, int]] | None:
     words = text[len(kind) + 1:].split()
     if len(words) % 2 or not all(_NUMBER.match(v) for v in words[1::2]):
         return None
-    return kind, {k: int(v) for k, v in zip(words[::2], words[1::2])}
+    fields = {k: int(v) for k, v in zip(words[::2], words[1::2])}
+    return (kind, fields) if KINDS[kind] <= fields.keys() else None
 
 
-def kernel_lines(trace: Path) -> list[tuple[str, dict[str, int]]]:
-    """The module's lines of a traced guest run, in order."""
-    try:
-        text = trace.read_text(errors="replace")
-    except OSError as e:
-        raise UserError(f"{trace}: {e.strerror}") from None
-    out = []
-    for line in text.splitlines():
-        m = MESSAGE.match(line)
-        if m and (p := parse_line(m["text"])) is not None:
-            out.append(p)
-    return out
-
-
-def decision_delays(trace: Path) -> tuple[list[float], Counter]:
-    """How long after the last completion (the tracer's ``C``) each wait
-    of a traced guest run that started after its target's request had
-    completed was started (µs), and the tasks that started them (a line's
-    ``comm``): in the guest the queue run that decides follows the
-    completion from kblockd's worker, in the simulator at the completion's
-    instant (the engine runs the queue after every event)."""
+def kernel_trace(trace: Path) -> tuple[list[tuple[str, dict[str, int]]], list[float], Counter]:
+    """A traced guest run, read once: the module's lines in order; how long
+    after the last completion (the tracer's ``C``) each wait that started
+    after its target's request had completed was started (µs); and the
+    tasks that started them (a line's ``comm``). In the guest the queue run
+    that decides follows the completion from kblockd's worker, in the
+    simulator at the completion's instant (the engine runs the queue after
+    every event)."""
     from iolab.kernel.bfqlog import BLOCK_EVENT
 
     try:
         text = trace.read_text(errors="replace")
     except OSError as e:
         raise UserError(f"{trace}: {e.strerror}") from None
+    lines: list[tuple[str, dict[str, int]]] = []
     delays: list[float] = []
     who: Counter = Counter()
     last_c = None
@@ -94,10 +90,13 @@ def decision_delays(trace: Path) -> tuple[list[float], Counter]:
                 last_c = float(b["t"])
             continue
         m = MESSAGE.match(line)
-        if m and last_c is not None and (p := parse_line(m["text"])) and started(p):
+        if not m or (p := parse_line(m["text"])) is None:
+            continue
+        lines.append(p)
+        if last_c is not None and started(p):
             delays.append((float(m["t"]) - last_c) * 1e6)
             who[line.split("[", 1)[0].strip().rsplit("-", 1)[0]] += 1
-    return delays, who
+    return lines, delays, who
 
 
 def sim_lines(run: dict) -> list[tuple[str, dict[str, int]]]:
@@ -129,7 +128,6 @@ class Group:
 
     def row(self, runs: int) -> dict:
         n = max(runs, 1)
-        med = _median
         return {
             "fresh_per_run": self.fresh / n, "fresh_wait_share": _share(self.fresh_wait, self.fresh),
             "during_per_run": self.during / n, "during_break_share": _share(self.during_break, self.during),
@@ -137,10 +135,10 @@ class Group:
             "starts_per_run": self.starts / n,
             "started_in_flight_share": _share(self.starts_in_flight, self.starts),
             "ends_per_run": self.ends / n, "success_share": _share(self.ends_ok, self.ends),
-            "mean_success_wait_us": _ratio(self.ok_waited_us, self.ends_ok),
-            "mean_failure_wait_us": _ratio(self.failed_waited_us, self.ends - self.ends_ok),
-            "p_s": med(self.ps), "t_as_us": med(self.tas), "p_us": med(self.period),
-            "t_s_us": med(self.ts), "t_a_us": med(self.ta),
+            "mean_success_wait_us": _share(self.ok_waited_us, self.ends_ok),
+            "mean_failure_wait_us": _share(self.failed_waited_us, self.ends - self.ends_ok),
+            "p_s": _median(self.ps), "t_as_us": _median(self.tas), "p_us": _median(self.period),
+            "t_s_us": _median(self.ts), "t_a_us": _median(self.ta),
         }
 
 
@@ -148,16 +146,8 @@ def _share(a: int, b: int) -> float:
     return a / b if b else math.nan
 
 
-def _ratio(a: int, b: int) -> float:
-    return a / b if b else math.nan
-
-
 def _median(xs: list) -> float:
-    if not xs:
-        return math.nan
-    s = sorted(xs)
-    k = len(s) // 2
-    return float(s[k]) if len(s) % 2 else (s[k - 1] + s[k]) / 2
+    return float(statistics.median(xs)) if xs else math.nan
 
 
 def summarise(lines_per_run: list[list[tuple[str, dict[str, int]]]], workload: str,
@@ -270,18 +260,15 @@ def compare_dir(out: Path, disks=None, workloads=None) -> list[dict]:
                 traces = [t for t in traces if t.exists()]
                 if not traces:
                     continue
-                kernel = [kernel_lines(t) for t in traces]
+                read = [kernel_trace(t) for t in traces]
+                kernel = [r[0] for r in read]
                 if not any(kernel):
                     raise UserError(f"{traces[0]}: no line of the module's (`wpcas ste`, `as end`): a module "
                                     "built before they were written?")
                 sim = [sim_lines(r) for r in sim_runs_with_lines(out / "sim" / f"{disk}-{wl}-{el}.spec.json")]
                 cap = meta["capacity"][disk]
-                delays: list[float] = []
-                who: Counter = Counter()
-                for t in traces:
-                    d, w = decision_delays(t)
-                    delays += d
-                    who += w
+                delays = [d for r in read for d in r[1]]
+                who = sum((r[2] for r in read), Counter())
                 found.append({"disk": disk, "workload": wl, "elevator": el,
                               "kernel_runs": len(kernel), "sim_runs": len(sim),
                               "kernel": summarise(kernel, wl, cap), "sim": summarise(sim, wl, cap),
@@ -347,5 +334,8 @@ def run_decisions(args) -> int:
     found = compare_dir(out, split(args.disks), split(args.workloads))
     print(report(found), end="")
     if args.json:
-        Path(args.json).write_text(json.dumps(found, indent=2, default=float) + "\n")
+        try:
+            Path(args.json).write_text(json.dumps(found, indent=2, default=float) + "\n")
+        except OSError as e:
+            raise UserError(f"{args.json}: cannot write the figures ({e.strerror})") from None
     return 0

@@ -25,6 +25,8 @@ def test_lines_are_parsed_by_kind_and_others_ignored():
     assert decisions.parse_line("bfq134S set_in_service_queue") is None
     assert decisions.parse_line("as end pos 16 ok") is None
     assert decisions.parse_line("as end pos x ok 1") is None
+    # a line without a field its kind carries (the summary would need it)
+    assert decisions.parse_line("wpcas ste st 0 pos 8 ok 3") is None
 
 
 def _compare_dir(tmp_path, lines_of=None):

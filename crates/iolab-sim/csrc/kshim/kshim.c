@@ -80,6 +80,11 @@ void kshim_warn(const char *file, int line, const char *cond)
 			 line, cond);
 }
 
+bool kshim_tracing(struct request_queue *q)
+{
+	return container_of(q, struct kshim_instance, q)->log_max != 0;
+}
+
 void kshim_trace_msg(struct request_queue *q, const char *fmt, ...)
 {
 	struct kshim_instance *k = container_of(q, struct kshim_instance, q);

@@ -345,13 +345,20 @@ void rb_erase(struct rb_node *node, struct rb_root *root);
 /*
  * blk_add_trace_msg: the line goes into the instance's message log while
  * the simulator keeps one (kshim_set_log), as the kernel's goes into a
- * running trace; at most BLK_TN_MAX_MSG characters, as there.
+ * running trace; at most BLK_TN_MAX_MSG characters, as there. As the
+ * kernel's macro, it evaluates its arguments only then: an elevator's
+ * trace arguments cost nothing on the hot path of an untraced run.
  */
 #define BLK_TN_MAX_MSG		128
 struct request_queue;
+bool kshim_tracing(struct request_queue *q);
 void kshim_trace_msg(struct request_queue *q, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-#define blk_add_trace_msg(q, fmt, ...) kshim_trace_msg(q, fmt, ##__VA_ARGS__)
+#define blk_add_trace_msg(q, fmt, ...)					\
+	do {								\
+		if (kshim_tracing(q))					\
+			kshim_trace_msg(q, fmt, ##__VA_ARGS__);		\
+	} while (0)
 
 /* ---- time and hrtimers (include/linux/hrtimer.h) ---- */
 
