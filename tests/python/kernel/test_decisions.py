@@ -96,3 +96,15 @@ def test_a_directory_without_traced_runs_is_refused(tmp_path):
     (tmp_path / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(UserError, match="field `trace`"):
         decisions.compare_dir(tmp_path)
+
+
+def test_a_workload_the_module_never_waited_in_is_left_out_by_name(tmp_path, capsys):
+    _compare_dir(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    meta["workloads"].append("rwmix")
+    meta["plans"][DISK].append([1, "rwmix", "wpcas", 0])
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / DISK / "runs" / "1.trace").write_text("# tracer: blk\n")
+    found = decisions.compare_dir(tmp_path)
+    assert [f["workload"] for f in found] == [WL]
+    assert "runs/1.trace: no line of the module's (it never waited there); left out" in capsys.readouterr().err
