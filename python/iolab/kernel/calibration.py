@@ -214,9 +214,29 @@ def measure_host(share: Path) -> dict[str, dict]:
                              "mean": float(np.mean(g)), "n": len(g)} for t, g in gaps.items() if g}
         if shared:
             h["workload_think_us"] = shared
+        h["queue_runs"] = _queue_runs(share, marker, {
+            wl: min(kinds["traced"], key=lambda r: (off_clock(cuts[r]), r))
+            for (e, wl), kinds in by.items() if e == el and kinds["traced"]})
         h["off_clock_runs"] = sorted(r for r in used if off_clock(cuts[r])
                                      and any(r in k for (e, _), kk in by.items() if e == el for k in kk.values()))
         out[el] = h
+    return out
+
+
+def _queue_runs(share: Path, marker: int, traced: dict[str, int]) -> dict:
+    """kblockd's queue runs in the traced runs of one elevator
+    (:mod:`iolab.kernel.queueruns`): ``one_process`` pooled over the
+    one-process runs (where the ``guest_device_us`` rest is measured, so
+    its insertion delay is part of that rest), and per compared workload."""
+    from iolab.kernel import queueruns
+
+    delays = {wl: queueruns.queue_run_delays_us(share / "runs" / f"{rid}.trace", marker)
+              for wl, rid in traced.items()}
+    out = {"one_process": queueruns.summary(
+        queueruns.merge([d for wl, d in delays.items() if wl in TRACED_MEASURE]), _quantiles)}
+    workloads = {wl: queueruns.summary(d, _quantiles) for wl, d in delays.items() if wl not in MEASURE}
+    if workloads:
+        out["workload"] = workloads
     return out
 
 
@@ -249,6 +269,24 @@ def sim_inputs(host: dict | None, think_model: str,
                                 "again with --think workload)")
             extra.update({float(t): [max(x, 0.0) / 1000 for x in v] for t, v in (own or {}).items() if v})
     return (0.0 if math.isnan(dev) else max(dev, 0.0)), extra
+
+
+def queue_run_inputs(host: dict | None, workload: str | None) -> tuple[dict, float]:
+    """``--queue-runs``: the simulator's ``[host.queue_run_us]`` for
+    ``workload`` (its own traced run's delays, the one-process runs' where it
+    has too few), and the µs to take off the charge to every request: the
+    one-process runs' mean insertion delay, which the ``guest_device_us``
+    rest holds and the simulator now spends before the service instead."""
+    from iolab.kernel.queueruns import CAUSES, sim_table
+
+    q = (host or {}).get("queue_runs")
+    if not q:
+        raise UserError("--queue-runs: the calibration has no traced runs to measure kblockd's runs in "
+                        "(calibrate with --think guest, workload or cpu)")
+    one = q.get("one_process", {})
+    own = q.get("workload", {}).get(workload, {}) if workload else {}
+    measured = {c: own.get(c) or one.get(c) for c in CAUSES if own.get(c) or one.get(c)}
+    return sim_table(measured), one.get("insert", {}).get("mean_us", 0.0)
 
 
 def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
@@ -288,8 +326,20 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
 def device_us(meta: dict, disk: str, elevator: str) -> float:
     """The guest's time per request the simulator charged as service (µs)."""
     model = meta.get("think_model", "mean")
-    dev, _ = sim_inputs(host_of(meta, disk).get(elevator), "guest" if model in ("workload", "cpu") else model)
+    host = host_of(meta, disk).get(elevator)
+    dev, _ = sim_inputs(host, "guest" if model in ("workload", "cpu") else model)
+    if takes_queue_runs(meta, elevator):
+        dev = max(dev - queue_run_inputs(host, None)[1], 0.0)
     return dev
+
+
+def takes_queue_runs(meta: dict, elevator: str) -> bool:
+    """Whether the simulator side of ``elevator`` is given kblockd's runs:
+    under ``--queue-runs``, every elevator but the simulator's own blk-mq
+    ones (sched::mq models their runs, at once)."""
+    from iolab.kernel.significance import BUILTIN
+
+    return bool(meta.get("queue_runs")) and elevator not in BUILTIN
 
 
 def host_of(meta: dict, disk: str) -> dict[str, dict]:

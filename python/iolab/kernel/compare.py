@@ -32,7 +32,8 @@ from pathlib import Path
 from iolab.cli.errors import UserError
 from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
-from iolab.kernel.calibration import calibrate, device_us, host_of, measure_host, sim_inputs
+from iolab.kernel.calibration import (calibrate, device_us, host_of, measure_host, queue_run_inputs, sim_inputs,
+                                      takes_queue_runs)
 from iolab.kernel.emulog import CLOCK_TOLERANCE, cut_log, mean_of_cuts, off_clock
 from iolab.kernel.guest import (MAX_GUESTS, Plan, capacity_sectors, check_run_ids, fio_summary, make_plan, run_disk,
                                 run_side_by_side, stats_file)
@@ -88,6 +89,11 @@ def register(sub) -> None:
                         "calibration runs, at the disk's mean (guest); as that of each process in a traced "
                         "run of its own workload (workload); or the one-process distribution as CPU time on "
                         "the guest's CPUs, where the processes' bursts wait for each other (cpu)")
+    c.add_argument("--queue-runs", action="store_true",
+                   help="give the simulator kblockd's queue runs as the calibration's traced runs measured "
+                        "them: the elevator is asked for a request when the guest's worker would ask it, "
+                        "after an insertion, a completion or its timer (needs --think guest, workload or "
+                        "cpu; the elevators of kernel/ and the simulator's request-function ones)")
     c.add_argument("--keep-calibration", action="store_true",
                    help="with --resim: measure the guest's time per request again from the "
                         "calibration boots already in DIR instead of booting again")
@@ -155,7 +161,8 @@ def sim_counterpart(elevator: str, known: set[str]) -> tuple[str, str]:
 
 
 def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
-             host: dict | None, think_model: str = "mean", icount: int | None = None) -> tuple[dict, str]:
+             host: dict | None, think_model: str = "mean", icount: int | None = None,
+             queue_runs: bool = False) -> tuple[dict, str]:
     """The simulator's spec for one elevator, with the guest's measured time
     per request (``host``, from :func:`measure_host`; it can differ between
     elevators, so each gets its own spec). ``think_model``: the guest's time
@@ -163,10 +170,16 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
     distribution each think is drawn from (``samples``, ``guest``:
     :func:`iolab.kernel.calibration.think_extras`), or as CPU time on the
     guest's CPUs (``cpu``: one under ``icount``, testbed/run.sh's two
-    otherwise)."""
+    otherwise). ``queue_runs``: the queue runs wait for kblockd's worker as
+    measured (:func:`iolab.kernel.calibration.queue_run_inputs`), and the
+    insertion's part leaves the charge to every request."""
     name, note = sim_counterpart(elevator, sim_scheduler_names())
     disk_tbl: dict = {"preset": disk, "queue_depth": 1}
     dev, extra = sim_inputs(host, think_model, wl.name)
+    runs: dict = {}
+    if queue_runs:
+        runs, split = queue_run_inputs(host, wl.name)
+        dev = max(dev - split, 0.0)
     if host:
         disk_tbl["host_overhead_us"] = round(dev, 3)
     sched = {"name": name, "label": elevator}
@@ -183,6 +196,8 @@ def sim_spec(disk: str, wl: Workload, elevator: str, runtime: int, reps: int,
     }
     if think_model == "cpu":
         spec["host"] = {"cpus": 1 if icount is not None else GUEST_SMP}
+    if runs:
+        spec.setdefault("host", {})["queue_run_us"] = runs
     return spec, note
 
 
@@ -421,6 +436,37 @@ def workload_clock_table(meta: dict) -> list[str]:
     ]
 
 
+def queue_run_table(meta: dict) -> list[str]:
+    """``--queue-runs``: kblockd's runs as the calibration measured them
+    and the simulator was given them."""
+    if not meta.get("queue_runs"):
+        return []
+    lines = [
+        "kblockd's queue runs (`--queue-runs`): µs from what asked for a run to the guest's worker carrying it "
+        "out, by the guest's clock in the calibration's traced runs (p50 / mean, n; `-`: fewer than "
+        "20, run at once). The simulator asks the elevator for a request only then, draws each delay from "
+        "the same runs (100 quantiles), and takes the one-process insertion mean off the time it charges "
+        "to every request (`device`, µs, before → after); the simulator's blk-mq elevators (none, "
+        "mq-deadline, bfq, kyber) run their queues at once:",
+        "",
+        "| disk | elevator | runs of | insert | completion | timer | device |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for disk in meta["disks"]:
+        for el, h in host_of(meta, disk).items():
+            q = h.get("queue_runs")
+            if not q or not takes_queue_runs(meta, el):
+                continue
+            after = device_us(meta, disk, el)
+            split = queue_run_inputs(h, None)[1]
+            for what, m in [("one process", q.get("one_process", {})), *sorted(q.get("workload", {}).items())]:
+                cells = [f"{m[c]['p50_us']:.0f} / {m[c]['mean_us']:.0f}, {m[c]['n']}" if c in m else "-"
+                         for c in ("insert", "completion", "timer")]
+                dev = f"{after + split:.0f} → {after:.0f}" if what == "one process" else ""
+                lines.append(f"| {disk} | {el} | {what} | {' | '.join(cells)} | {dev} |")
+    return lines + [""]
+
+
 def report(result: dict) -> str:
     meta = result["meta"]
     lines = [
@@ -448,6 +494,7 @@ def report(result: dict) -> str:
                                for h in host_of(meta, disk).values()) else []),
         *guest_clock_table(meta),
         *workload_clock_table(meta),
+        *queue_run_table(meta),
         *cpu_table(result),
         "Throughput in MB/s (mean ± 95% half-width over repetitions; simulator: one seed per "
         "repetition); `diff` = simulator / kernel − 1; `≡5%`: two one-sided Welch tests show the "
@@ -532,7 +579,7 @@ def run_compare(args) -> int:
     kver = testbed.prepare(repo)
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
             "reps": args.reps, "runtime": args.runtime, "trace": trace, "load_before": testbed.host_load(),
-            "icount": args.icount, "think_model": args.think,
+            "icount": args.icount, "think_model": args.think, "queue_runs": args.queue_runs,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
@@ -572,6 +619,11 @@ def check_options(args) -> None:
     testbed.check_icount(args.icount)
     if not 1 <= getattr(args, "guests", 1) <= MAX_GUESTS:
         raise UserError(f"--guests: {args.guests} is outside 1..{MAX_GUESTS}")
+    if getattr(args, "queue_runs", False) and (args.think not in ("guest", "workload", "cpu")
+                                               or args.overhead_us is not None):
+        raise UserError(f"--queue-runs: kblockd's runs are measured in the calibration's traced runs, which "
+                        f"--think {args.think}{' with --overhead-us' if args.overhead_us is not None else ''} "
+                        "does not have (use --think guest, workload or cpu)")
     us = args.overhead_us
     if us is not None and not (math.isfinite(us) and 0 <= us <= MAX_OVERHEAD_US):
         raise UserError(f"--overhead-us: {us} is not a time per request in 0..{MAX_OVERHEAD_US:g} µs")
@@ -583,6 +635,7 @@ def resim(args) -> int:
     out = Path(args.output)
     meta = load_meta(out)
     meta["think_model"] = args.think
+    meta["queue_runs"] = args.queue_runs
     if args.keep_calibration and args.overhead_us is None:
         for disk in meta["disks"]:
             share = out / f"calibration-{disk}"
@@ -616,7 +669,7 @@ def run_sim_side(out: Path, meta: dict) -> None:
             for el in elevators:
                 spec, note = sim_spec(disk, WORKLOADS[wl], el, meta["runtime"], meta["reps"],
                                       host_of(meta, disk).get(el), meta.get("think_model", "mean"),
-                                      meta.get("icount"))
+                                      meta.get("icount"), takes_queue_runs(meta, el))
                 if note:
                     notes[el] = note
                 (out / "sim" / f"{disk}-{wl}-{el}.spec.json").write_text(json.dumps(spec, indent=2) + "\n")

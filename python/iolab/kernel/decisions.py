@@ -271,7 +271,9 @@ def compare_dir(out: Path, disks=None, workloads=None) -> list[dict]:
                 cap = meta["capacity"][disk]
                 delays = [d for r in read for d in r[1]]
                 who = sum((r[2] for r in read), Counter())
+                spec = json.loads((out / "sim" / f"{disk}-{wl}-{el}.spec.json").read_text())
                 found.append({"disk": disk, "workload": wl, "elevator": el,
+                              "sim_queue_runs": bool(spec.get("host", {}).get("queue_run_us")),
                               "kernel_runs": len(kernel), "sim_runs": len(sim),
                               "kernel": summarise(kernel, wl, cap), "sim": summarise(sim, wl, cap),
                               "kernel_decision_delay_us": _percentiles(delays),
@@ -313,7 +315,9 @@ def report(found: list[dict]) -> str:
             by = ", ".join(f"{c} {n / total:.0%}" for c, n in f["kernel_deciders"].items())
             lines += ["", f"In the guest the {d['n']:,} waits started after their target's completion started {d['p10']:,.0f} / {d['p50']:,.0f} / "
                           f"{d['p90']:,.0f} us (p10/p50/p90; mean {d['mean']:,.0f}) after the completion before "
-                          f"them, by {by}; the simulator starts each at the completion's instant."]
+                          f"them, by {by}; the simulator starts each "
+                          + ("when kblockd's run it was given comes (`--queue-runs`)." if f.get("sim_queue_runs")
+                             else "at the completion's instant.")]
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 

@@ -33,11 +33,16 @@ pub struct HostSpec {
     /// its own (the `cpu` time is a delay, as a think time is).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<u32>,
+    /// When kblockd's worker runs the queue after it is asked
+    /// (`[host.queue_run_us]`, sched::kblockd); empty: at once.
+    #[serde(skip_serializing_if = "crate::sched::kblockd::QueueRunSpec::is_empty")]
+    pub queue_run_us: crate::sched::kblockd::QueueRunSpec,
 }
 
 impl HostSpec {
     /// Check the table; errors name the field.
     pub fn check(&self) -> Result<()> {
+        self.queue_run_us.check()?;
         match self.cpus {
             Some(n) if n == 0 || n > MAX_CPUS => Err(Error::invalid(
                 "host.cpus",
@@ -140,10 +145,10 @@ mod tests {
 
     #[test]
     fn cpus_out_of_range_are_refused_with_the_limit() {
-        assert!(HostSpec { cpus: Some(1) }.check().is_ok());
+        assert!(HostSpec { cpus: Some(1), ..Default::default() }.check().is_ok());
         assert!(HostSpec::default().check().is_ok());
         for n in [0, MAX_CPUS + 1] {
-            let e = HostSpec { cpus: Some(n) }.check().unwrap_err().to_string();
+            let e = HostSpec { cpus: Some(n), ..Default::default() }.check().unwrap_err().to_string();
             assert!(e.contains("host.cpus") && e.contains("4096"), "{e}");
         }
     }

@@ -519,6 +519,9 @@ impl Experiment {
         let info = sched::find(&s.name)?;
         let values = &self.tunables[job.scheduler];
         let mut elevator = (info.build)(values, &ctx);
+        if !self.spec.host.queue_run_us.is_empty() {
+            elevator = crate::sched::kblockd::Kblockd::wrap(elevator, &self.spec.host.queue_run_us, job.seed)?;
+        }
         elevator.keep_messages(self.spec.run.elevator_messages);
         let cfg = EngineConfig {
             queue: self.spec.queue.clone(),

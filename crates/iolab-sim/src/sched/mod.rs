@@ -30,6 +30,7 @@ pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
 pub mod deadline;
+pub mod kblockd;
 pub mod kernel;
 pub mod kyber;
 pub mod mq;
