@@ -251,45 +251,7 @@ impl Elevator for Kblockd {
         self.inner.queued()
     }
 
-    fn anticipation(&self) -> Option<AnticipationStats> {
-        self.inner.anticipation()
-    }
-
-    fn keep_messages(&mut self, max_lines: u32) {
-        self.inner.keep_messages(max_lines);
-    }
-
-    fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
-        self.inner.take_messages()
-    }
-
-    fn merges(&self) -> bool {
-        self.inner.merges()
-    }
-
-    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
-        self.inner.front_merge_candidate(bio)
-    }
-
-    fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
-        self.inner.allow_merge(rq, bio)
-    }
-
-    fn former_request(&self, rq: &Request) -> Option<Request> {
-        self.inner.former_request(rq)
-    }
-
-    fn latter_request(&self, rq: &Request) -> Option<Request> {
-        self.inner.latter_request(rq)
-    }
-
-    fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
-        self.inner.merged(old, new, kind);
-    }
-
-    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, now: SimTime) {
-        self.inner.merged_requests(rq, merged, next, now);
-    }
+    forward_to_inner!();
 
     fn may_queue(&mut self, pid: ProcessId, dir: Dir, sync: bool) -> MayQueue {
         self.inner.may_queue(pid, dir, sync)

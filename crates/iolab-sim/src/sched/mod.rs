@@ -26,6 +26,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+#[macro_use]
+mod forward;
+
 pub mod anticipatory;
 pub mod bfq;
 pub mod cfq;
