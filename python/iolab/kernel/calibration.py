@@ -165,8 +165,10 @@ def measure_host(share: Path) -> dict[str, dict]:
     used: set[int] = set()
     for key, kinds in by.items():
         # the disk's view from an untraced run, else a traced one (the tracer
-        # costs the guest little), a run on the disk's clock before one whose
-        # guest fell behind the host
+        # is not free: 130-350 us more per request for one process at the
+        # disk, and a compared workload's traced run was 3-17% slower than its
+        # untraced runs on modern7200; docs/kernel.md, "36 rows again"), a run
+        # on the disk's clock before one whose guest fell behind the host
         rid = min(kinds["plain"] + kinds["traced"],
                   key=lambda r: (off_clock(cuts[r]), r not in kinds["plain"], r))
         used.add(rid)
