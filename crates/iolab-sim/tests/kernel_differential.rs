@@ -62,30 +62,7 @@ impl Elevator for Recorder {
     fn queued(&self) -> usize {
         self.inner.queued()
     }
-    fn anticipation(&self) -> Option<AnticipationStats> {
-        self.inner.anticipation()
-    }
-    fn merges(&self) -> bool {
-        self.inner.merges()
-    }
-    fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
-        self.inner.front_merge_candidate(bio)
-    }
-    fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
-        self.inner.allow_merge(rq, bio)
-    }
-    fn former_request(&self, rq: &Request) -> Option<Request> {
-        self.inner.former_request(rq)
-    }
-    fn latter_request(&self, rq: &Request) -> Option<Request> {
-        self.inner.latter_request(rq)
-    }
-    fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
-        self.inner.merged(old, new, kind)
-    }
-    fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, now: SimTime) {
-        self.inner.merged_requests(rq, merged, next, now)
-    }
+    iolab_sim::forward_to_inner!();
     fn may_queue(&mut self, pid: ProcessId, dir: iolab_sim::request::Dir, sync: bool) -> MayQueue {
         self.inner.may_queue(pid, dir, sync)
     }

@@ -2,11 +2,15 @@
 //! unchanged. A wrapper (blk-mq's dispatch layer, `mq::BlkMq`, and kblockd's
 //! queue runs, `kblockd::Kblockd`) changes when the inner elevator is asked
 //! for work, not what it merges, counts or logs; these are that part, written
-//! once. The wrapper names its inner elevator `inner`.
+//! once. The wrapper names its inner elevator `inner`. Exported for the
+//! wrappers of tests (tests/kernel_differential.rs), hence the `$crate`
+//! paths.
 
+#[doc(hidden)]
+#[macro_export]
 macro_rules! forward_to_inner {
     () => {
-        fn anticipation(&self) -> Option<AnticipationStats> {
+        fn anticipation(&self) -> Option<$crate::sched::AnticipationStats> {
             self.inner.anticipation()
         }
 
@@ -14,7 +18,7 @@ macro_rules! forward_to_inner {
             self.inner.keep_messages(max_lines);
         }
 
-        fn take_messages(&mut self) -> (Vec<(SimTime, String)>, u64) {
+        fn take_messages(&mut self) -> (Vec<($crate::time::SimTime, String)>, u64) {
             self.inner.take_messages()
         }
 
@@ -22,27 +26,33 @@ macro_rules! forward_to_inner {
             self.inner.merges()
         }
 
-        fn front_merge_candidate(&self, bio: &Request) -> Option<Request> {
+        fn front_merge_candidate(&self, bio: &$crate::request::Request) -> Option<$crate::request::Request> {
             self.inner.front_merge_candidate(bio)
         }
 
-        fn allow_merge(&self, rq: &Request, bio: &Request) -> bool {
+        fn allow_merge(&self, rq: &$crate::request::Request, bio: &$crate::request::Request) -> bool {
             self.inner.allow_merge(rq, bio)
         }
 
-        fn former_request(&self, rq: &Request) -> Option<Request> {
+        fn former_request(&self, rq: &$crate::request::Request) -> Option<$crate::request::Request> {
             self.inner.former_request(rq)
         }
 
-        fn latter_request(&self, rq: &Request) -> Option<Request> {
+        fn latter_request(&self, rq: &$crate::request::Request) -> Option<$crate::request::Request> {
             self.inner.latter_request(rq)
         }
 
-        fn merged(&mut self, old: &Request, new: &Request, kind: MergeKind) {
+        fn merged(&mut self, old: &$crate::request::Request, new: &$crate::request::Request, kind: $crate::sched::MergeKind) {
             self.inner.merged(old, new, kind);
         }
 
-        fn merged_requests(&mut self, rq: &Request, merged: &Request, next: &Request, now: SimTime) {
+        fn merged_requests(
+            &mut self,
+            rq: &$crate::request::Request,
+            merged: &$crate::request::Request,
+            next: &$crate::request::Request,
+            now: $crate::time::SimTime,
+        ) {
             self.inner.merged_requests(rq, merged, next, now);
         }
     };

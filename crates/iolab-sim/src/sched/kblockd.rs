@@ -28,7 +28,7 @@
 //! Only elevators on the simulator's request-function path are wrapped;
 //! [`crate::sched::mq::BlkMq`] models its own runs.
 
-use super::{AnticipationStats, Dispatch, Elevator, MayQueue, MergeKind};
+use super::{Dispatch, Elevator, MayQueue};
 use crate::error::{Error, Result};
 use crate::request::{Dir, IoPrio, ProcessId, Request};
 use crate::rng::SimRng;

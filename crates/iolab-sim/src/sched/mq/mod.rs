@@ -26,7 +26,7 @@
 pub mod sbitmap;
 
 use super::anticipatory::hz::Hz;
-use super::{AnticipationStats, Dispatch, Elevator, MergeKind, Tunable, TunableValues};
+use super::{Dispatch, Elevator, Tunable, TunableValues};
 use crate::request::{Dir, IoPrio, ProcessId, Request};
 use crate::time::SimTime;
 use sbitmap::{Sbitmap, SbitmapQueue};
