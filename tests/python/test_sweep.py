@@ -44,12 +44,12 @@ def test_bad_grid_and_bad_point(iolab, tmp_path):
     assert proc.returncode == 2 and "workload.processes=0" in proc.stderr and "Traceback" not in proc.stderr
 
 
-# Points whose runs cannot end within the test on any machine: 2×10^9
-# requests is minutes of simulation even at 10^7 requests a second (the
-# fixed disk's rate on a fast core), so an interrupt is always in the middle
-# of a run. The short point (10^3 requests) ends within milliseconds. An
-# earlier version guessed from wall time how many 2×10^7-request runs were
-# done after 2 s and 12 s, and failed on a faster CI machine (issue 24's CI).
+# Points whose runs cannot end within the test on any machine: a run of
+# 2×10^9 requests is 100 times the 2×10^7 that CI's machine finished in
+# under 2 s, so it lasts minutes and an interrupt always lands in the
+# middle of it. The short point (10^3 requests) ends within milliseconds.
+# An earlier version guessed from wall time how many 2×10^7-request runs
+# were done after 2 s and 12 s, and failed on that faster CI machine.
 LONG = """
 [disk]
 preset = "fixed"
