@@ -38,6 +38,15 @@ the guest's. How it reaches the simulator is the think model (``--think``):
   others' (engine::cpu, first come first served), so the longer time per
   request of several processes is the model's outcome rather than its
   input; the workloads are traced as under ``workload``, to compare.
+
+Whatever these models read from a trace is the traced guest's, and the
+tracer costs the guest time (60 µs a block event and 160 a message on
+modern7200 under ``-icount 6``): the calibration measures that cost per line
+in pairs of untraced and traced one-process runs and takes it back from
+every gap and queue-run delay for the lines written inside it
+(:mod:`iolab.kernel.tracercost`; ``--tracer-cost keep`` leaves it in).
+When BFQ, whose one-process runs write messages, is not among the compared
+elevators, its one-process runs are calibrated too, for the message's cost.
 """
 
 from __future__ import annotations
@@ -54,6 +63,11 @@ from iolab.kernel.workloads import WORKLOADS, layout
 MEASURE = ["zlt0", "zlt1", "zlt2", "zlaio8"]
 # The calibration runs whose traced copies give the guest's own distribution.
 TRACED_MEASURE = ["zlt0", "zlt1", "zlt2"]
+# The elevator whose one-process runs write messages (bfq: 12-13 a request
+# on 6.1), calibrated beside the compared ones when none of them is, so
+# that a message's cost to the tracer is measured, not assumed
+# (iolab.kernel.tracercost).
+MESSAGE_WRITER = "bfq"
 CALIBRATION_RUNTIME_S = 8
 
 
@@ -73,6 +87,13 @@ def calibration_plan(disk: str, elevators: list[str], think_model: str,
                 plan.runs.append((n, wl, el, 1))
                 traced.append(n)
                 n += 1
+        if MESSAGE_WRITER not in elevators:
+            # one untraced and one traced run of it: the tracer's message cost
+            for wl in TRACED_MEASURE:
+                plan.runs.append((n, wl, MESSAGE_WRITER, 0))
+                plan.runs.append((n + 1, wl, MESSAGE_WRITER, 1))
+                traced.append(n + 1)
+                n += 2
     return plan, traced
 
 
@@ -85,20 +106,25 @@ def traceable(name: str) -> bool:
     return w.placement == "spread" and any(g.iodepth == 1 and g.direct and not g.fsync for g, _ in w.processes())
 
 
-def workload_gaps_us(path: Path, marker: int, workload: str, capacity: int) -> dict[float, list[float]]:
+def workload_gaps_us(path: Path, marker: int, workload: str, capacity: int,
+                     take_back=None) -> dict[float, list[float]]:
     """A traced run of ``workload``: each synchronous process's own gaps
     (completion to next insertion, guest clock) less its think time, by
-    think time (:func:`iolab.kernel.timing.traced_gaps_by_process`; whose
-    process a pid is, from the region its first request falls in)."""
-    from iolab.kernel.timing import traced_gaps_by_process
+    think time (:func:`iolab.kernel.timing.traced_windows_by_process`; whose
+    process a pid is, from the region its first request falls in); with
+    ``take_back`` (:class:`iolab.kernel.tracercost.TakeBack`), each gap
+    without the tracer's lines written in it while its process could run."""
+    from iolab.kernel.timing import traced_windows_by_process
 
     regions = layout(WORKLOADS[workload], capacity)
     out: dict[float, list[float]] = {}
-    for gaps, first in traced_gaps_by_process(path, marker).values():
+    for windows, first in traced_windows_by_process(path, marker).values():
         group = next((g for g, _, start, size in regions if start <= first < start + size), None)
         if group is None or group.iodepth != 1 or not group.direct or group.fsync:
             continue
-        out.setdefault(group.think_ms, []).extend(x - group.think_ms * 1000 for x in gaps)
+        think = group.think_ms * 1000
+        out.setdefault(group.think_ms, []).extend(
+            (take_back.window(a, b, think) if take_back else b - a) - think for a, b in windows)
     return out
 
 
@@ -108,7 +134,7 @@ def _quantiles(xs, n: int = GAP_QUANTILES) -> list[float]:
     return [float(x) for x in np.quantile(np.asarray(xs, dtype=float), (np.arange(n) + 0.5) / n)] if len(xs) else []
 
 
-def measure_host(share: Path) -> dict[str, dict]:
+def measure_host(share: Path, take_back: bool = True, elevators=None) -> dict[str, dict]:
     """The guest's own time per request, per elevator, from a run of the
     ``MEASURE`` workloads. On a zero-latency disk (``--calibrate zero``) the
     guest never idles; on the compared disk's own model (``--calibrate
@@ -143,11 +169,17 @@ def measure_host(share: Path) -> dict[str, dict]:
       their percentiles, mean and count.
 
     A traced run costs the guest the tracer's time, so the means always
-    come from the untraced runs when there are any.
+    come from the untraced runs when there are any, and ``tracer`` holds
+    that time per line the tracer writes (:func:`_tracer_cost`). With
+    ``take_back`` (the default; ``--tracer-cost keep`` turns it off) every
+    gap and queue-run delay read from a trace is shortened by it for the
+    lines written inside it (:mod:`iolab.kernel.tracercost`), so that the
+    distributions are the untraced guest's.
     """
     import numpy as np
 
-    from iolab.kernel.timing import traced_gaps_us
+    from iolab.kernel import tracercost
+    from iolab.kernel.timing import traced_windows_us
 
     plan = [line.split() for line in (share / "plan.txt").read_text().splitlines() if line.strip()]
     marker = marker_sector(share)
@@ -163,6 +195,15 @@ def measure_host(share: Path) -> dict[str, dict]:
     quantiles: dict[tuple[str, str], list[float]] = {}
     guest: dict[tuple[str, str], list[float]] = {}
     used: set[int] = set()
+    tracer = _tracer_cost(share, by, cuts, marker)
+    costs = {k: tracer[k] for k in ("block_us", "message_us")} if take_back else {}
+    tracer["taken_back"] = bool(take_back and any(costs.values()))
+    backs: dict[int, tracercost.TakeBack] = {}
+
+    def back(rid: int) -> tracercost.TakeBack:
+        if rid not in backs:
+            backs[rid] = tracercost.TakeBack(tracercost.line_times_us(share / "runs" / f"{rid}.trace"), costs)
+        return backs[rid]
     for key, kinds in by.items():
         # the disk's view from an untraced run, else a traced one (the tracer
         # is not free: 130-350 us more per request for one process at the
@@ -178,11 +219,12 @@ def measure_host(share: Path) -> dict[str, dict]:
             t_rid = min(kinds["traced"], key=lambda r: (off_clock(cuts[r]), r))
             used.add(t_rid)
             path = share / "runs" / f"{t_rid}.trace"
-            g = traced_gaps_us(path, marker, to="I") or traced_gaps_us(path, marker, to="Q")
-            if g:
-                guest[key] = g
+            ws = traced_windows_us(path, marker, to="I") or traced_windows_us(path, marker, to="Q")
+            think = float(key[1][3:]) * 1000 if key[1] in TRACED_MEASURE else 0.0
+            if ws:
+                guest[key] = [back(t_rid).window(a, b, think) for a, b in ws]
     out = {}
-    for el in sorted({el for el, _ in gap}):
+    for el in sorted({el for el, _ in gap} & set(elevators or [el for el, _ in gap])):
         dev = gap.get((el, "zlaio8"), math.nan)
         ts = [t for t in (0, 1, 2) if (el, f"zlt{t}") in gap]
         think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in ts}
@@ -209,7 +251,7 @@ def measure_host(share: Path) -> dict[str, dict]:
             if e == el and wl not in MEASURE and kinds["traced"] and wl in WORKLOADS:
                 t_rid = min(kinds["traced"], key=lambda r: (off_clock(cuts[r]), r))
                 used.add(t_rid)
-                gaps = workload_gaps_us(share / "runs" / f"{t_rid}.trace", marker, wl, capacity)
+                gaps = workload_gaps_us(share / "runs" / f"{t_rid}.trace", marker, wl, capacity, back(t_rid))
                 shared[wl] = {str(t): _quantiles(g) for t, g in gaps.items() if g}
                 h.setdefault("workload_gap_us", {})[wl] = {
                     str(t): {**{str(q): float(np.percentile(g, q)) for q in GAP_PERCENTILES},
@@ -218,21 +260,24 @@ def measure_host(share: Path) -> dict[str, dict]:
             h["workload_think_us"] = shared
         h["queue_runs"] = _queue_runs(share, marker, {
             wl: min(kinds["traced"], key=lambda r: (off_clock(cuts[r]), r))
-            for (e, wl), kinds in by.items() if e == el and kinds["traced"]})
+            for (e, wl), kinds in by.items() if e == el and kinds["traced"]}, back)
+        h["tracer"] = tracer
         h["off_clock_runs"] = sorted(r for r in used if off_clock(cuts[r])
                                      and any(r in k for (e, _), kk in by.items() if e == el for k in kk.values()))
         out[el] = h
     return out
 
 
-def _queue_runs(share: Path, marker: int, traced: dict[str, int]) -> dict:
+def _queue_runs(share: Path, marker: int, traced: dict[str, int], back=None) -> dict:
     """kblockd's queue runs in the traced runs of one elevator
     (:mod:`iolab.kernel.queueruns`): ``one_process`` pooled over the
     one-process runs (where the ``guest_device_us`` rest is measured, so
-    its insertion delay is part of that rest), and per compared workload."""
+    its insertion delay is part of that rest), and per compared workload;
+    ``back(rid)``, where given, the run's :class:`~iolab.kernel.tracercost.TakeBack`."""
     from iolab.kernel import queueruns
 
-    delays = {wl: queueruns.queue_run_delays_us(share / "runs" / f"{rid}.trace", marker)
+    delays = {wl: queueruns.queue_run_delays_us(share / "runs" / f"{rid}.trace", marker,
+                                                 back(rid) if back else None)
               for wl, rid in traced.items()}
     out = {"one_process": queueruns.summary(
         queueruns.merge([d for wl, d in delays.items() if wl in TRACED_MEASURE]), _quantiles)}
@@ -240,6 +285,31 @@ def _queue_runs(share: Path, marker: int, traced: dict[str, int]) -> dict:
     if workloads:
         out["workload"] = workloads
     return out
+
+
+def _tracer_cost(share: Path, by: dict, cuts: dict, marker: int) -> dict:
+    """The tracer's cost per line in one calibration boot
+    (:mod:`iolab.kernel.tracercost`): for every elevator and one-process
+    think time with an untraced and a traced run on the disk's clock, the
+    traced run's mean gap at the disk less the untraced one's and the traced
+    run's lines per request; ``block_us`` and ``message_us`` the costs fitted
+    to them (0 where no pair was measured: nothing is then taken back)."""
+    from iolab.kernel import tracercost
+
+    pairs: dict[str, dict[str, dict]] = {}
+    for (el, wl), kinds in sorted(by.items()):
+        plain = [r for r in kinds["plain"] if not off_clock(cuts[r])]
+        traced = [r for r in kinds["traced"] if not off_clock(cuts[r])]
+        if wl not in TRACED_MEASURE or not plain or not traced:
+            continue
+        p, t = min(plain), min(traced)
+        pairs.setdefault(el, {})[wl[3:]] = {
+            "extra_us": cuts[t]["mean_gap_us"] - cuts[p]["mean_gap_us"],
+            "lines_per_request": tracercost.lines_per_request(share / "runs" / f"{t}.trace", marker),
+            "plain_gap_us": cuts[p]["mean_gap_us"], "traced_gap_us": cuts[t]["mean_gap_us"]}
+    fit = tracercost.fit_costs([(v["extra_us"], v["lines_per_request"])
+                                for per in pairs.values() for v in per.values()])
+    return {**fit, "pairs": pairs}
 
 
 def sim_inputs(host: dict | None, think_model: str,
@@ -316,7 +386,8 @@ def calibrate(repo: Path, out: Path, meta: dict, args) -> None:
         plan, traced = calibration_plan(disk, elevators, think_model, meta.get("workloads", []))
         share = run_disk(repo, out, disk, plan, CALIBRATION_RUNTIME_S, zero_latency=zero, share_name=name,
                          icount=args.icount, trace=meta.get("trace", []), trace_runs=traced)
-        host = measure_host(share)
+        host = measure_host(share, take_back=meta.get("tracer_cost", "take-back") == "take-back",
+                            elevators=elevators)
         for d in (disks if zero else [disk]):
             meta["host_by_disk"][d] = host
 

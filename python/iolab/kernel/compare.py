@@ -94,6 +94,11 @@ def register(sub) -> None:
                         "them: the elevator is asked for a request when the guest's worker would ask it, "
                         "after an insertion, a completion or its timer (needs --think guest, workload or "
                         "cpu; the elevators of kernel/ and the simulator's request-function ones)")
+    c.add_argument("--tracer-cost", choices=("take-back", "keep"), default="take-back",
+                   help="the blk tracer's own time in the traced calibration runs the think models read: "
+                        "measured per line it writes (traced against untraced one-process runs) and taken "
+                        "off every gap and queue-run delay for the lines written in it (take-back, the "
+                        "default), or left in (keep)")
     c.add_argument("--keep-calibration", action="store_true",
                    help="with --resim: measure the guest's time per request again from the "
                         "calibration boots already in DIR instead of booting again")
@@ -416,6 +421,37 @@ def guest_clock_table(meta: dict) -> list[str]:
     ]
 
 
+def tracer_cost_table(meta: dict) -> list[str]:
+    """What the blk tracer cost the guest per line, as each calibration
+    boot measured it (iolab.kernel.tracercost), and whether it was taken
+    back from the times read from traces."""
+    rows = []
+    for disk in meta["disks"]:
+        t = next((h["tracer"] for h in host_of(meta, disk).values() if h.get("tracer")), None)
+        if t:
+            extra = "; ".join(f"{el} {th} ms {v['extra_us']:+.0f}" for el, per in sorted(t["pairs"].items())
+                              for th, v in sorted(per.items()))
+            rows.append(f"| {disk} | {t['n']} | {t['block_us']:.1f} | "
+                        f"{t['message_us']:.1f}{' (as a block event)' if t['message_assumed'] else ''} | "
+                        f"{t.get('residual_sd_us', math.nan):.0f} | "
+                        f"{'taken back' if t.get('taken_back') else 'kept'} | {extra} |")
+    if not rows:
+        return []
+    return [
+        "The blk tracer's cost to the guest, µs of its clock per line written (`--tracer-cost`): fitted to the "
+        "calibration's pairs of one-process runs, each traced run's mean gap at the disk less its untraced "
+        "twin's (`pairs`, µs a request) over its lines a request, block events and messages apart (bfq's "
+        "runs write messages; where none did, a message is taken to cost a block event). `taken back`: "
+        "every gap and queue-run delay read from a trace was shortened by the lines written in it while its "
+        "process could run:",
+        "",
+        "| disk | pairs | block µs | message µs | residual sd µs | applied | pairs µs |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def workload_clock_table(meta: dict) -> list[str]:
     """The traced runs of the compared workloads (``--think workload``):
     each synchronous process's own gaps by the guest's clock."""
@@ -492,6 +528,7 @@ def report(result: dict) -> str:
                         for disk in meta["disks"] for el, h in host_of(meta, disk).items() if h.get("off_clock_runs"))
             + "."), ""] if any(h.get("off_clock_runs") for disk in meta["disks"]
                                for h in host_of(meta, disk).values()) else []),
+        *tracer_cost_table(meta),
         *guest_clock_table(meta),
         *workload_clock_table(meta),
         *queue_run_table(meta),
@@ -580,6 +617,7 @@ def run_compare(args) -> int:
     meta = {"kernel": kver, "disks": disks, "workloads": workloads, "elevators": elevators,
             "reps": args.reps, "runtime": args.runtime, "trace": trace, "load_before": testbed.host_load(),
             "icount": args.icount, "think_model": args.think, "queue_runs": args.queue_runs,
+            "tracer_cost": getattr(args, "tracer_cost", "take-back"),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "plans": {}, "capacity": {}}
     # 1. the guest's own time per request
     calibrate(repo, out, meta, args)
@@ -636,6 +674,7 @@ def resim(args) -> int:
     meta = load_meta(out)
     meta["think_model"] = args.think
     meta["queue_runs"] = args.queue_runs
+    meta["tracer_cost"] = getattr(args, "tracer_cost", "take-back")
     if args.keep_calibration and args.overhead_us is None:
         for disk in meta["disks"]:
             share = out / f"calibration-{disk}"
@@ -644,7 +683,8 @@ def resim(args) -> int:
             if not (share / "emu.csv").exists():
                 raise UserError(f"--keep-calibration: {out} has no calibration boot for {disk} "
                                 f"({share.name}/emu.csv)")
-            meta.setdefault("host_by_disk", {})[disk] = measure_host(share)
+            meta.setdefault("host_by_disk", {})[disk] = measure_host(
+                share, take_back=meta["tracer_cost"] == "take-back", elevators=meta["elevators"])
         run_sim_side(out, meta)
         print(report(analyse(out)))
         return 0

@@ -44,8 +44,14 @@ def _is_worker(comm: str) -> bool:
     return comm.startswith("kworker/")
 
 
-def queue_run_delays_us(path: Path, marker: int | None = None) -> dict:
-    """The delays of one traced run, µs, by cause, and the asks left out."""
+def queue_run_delays_us(path: Path, marker: int | None = None, take_back=None) -> dict:
+    """The delays of one traced run, µs, by cause, and the asks left out;
+    with ``take_back`` (:class:`iolab.kernel.tracercost.TakeBack`), each
+    delay without the tracer's lines written in it (the ask's own line
+    among them)."""
+    def delay(start: float, end: float) -> float:
+        return take_back.window(start, end) if take_back else end - start
+
     from iolab.kernel.bfqlog import BLOCK_EVENT, MESSAGE
 
     try:
@@ -76,7 +82,7 @@ def queue_run_delays_us(path: Path, marker: int | None = None) -> dict:
                 queued.discard(sector)
                 in_flight += 1
                 if ask is not None and worker:
-                    out[ask[0]].append(t - ask[1])
+                    out[ask[0]].append(delay(ask[1], t))
                     ask = None
             elif act == "C":
                 in_flight = max(in_flight - 1, 0)
@@ -93,7 +99,7 @@ def queue_run_delays_us(path: Path, marker: int | None = None) -> dict:
         t = float(m["t"]) * 1e6
         if _is_worker(comm):
             if ask is not None:
-                out[ask[0]].append(t - ask[1])
+                out[ask[0]].append(delay(ask[1], t))
                 ask = None
         elif m["text"].startswith("as end ") and " ok 0 " in f"{m['text']} ":
             if ask is not None:

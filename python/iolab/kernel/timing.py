@@ -87,9 +87,14 @@ def traced_gaps_us(path: Path, marker: int | None = None, to: str = "D") -> list
     Requests at or past ``marker`` (the run's two marker reads) end a gap
     unmeasured: the gap from the opening marker to fio's first request is
     fio's start."""
+    return [end - start for start, end in traced_windows_us(path, marker, to)]
+
+
+def traced_windows_us(path: Path, marker: int | None = None, to: str = "D") -> list[tuple[float, float]]:
+    """:func:`traced_gaps_us`'s gaps as (start, end), µs of the guest's clock."""
     from iolab.kernel.bfqlog import BLOCK_EVENT
 
-    gaps, last_c = [], None
+    windows, last_c = [], None
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError as e:
@@ -105,9 +110,9 @@ def traced_gaps_us(path: Path, marker: int | None = None, to: str = "D") -> list
         if m["act"] == "C":
             last_c = t
         elif last_c is not None:
-            gaps.append(t - last_c)
+            windows.append((last_c, t))
             last_c = None
-    return gaps
+    return windows
 
 
 def traced_process_gaps_us(path: Path, marker: int | None = None) -> list[float]:
@@ -124,6 +129,13 @@ def traced_gaps_by_process(path: Path, marker: int | None = None) -> dict[int, t
     """:func:`traced_process_gaps_us` by process: pid -> (its gaps, the
     sector of its first request, which tells which of a workload's
     processes it is)."""
+    return {pid: ([end - start for start, end in ws], first)
+            for pid, (ws, first) in traced_windows_by_process(path, marker).items()}
+
+
+def traced_windows_by_process(path: Path, marker: int | None = None
+                              ) -> dict[int, tuple[list[tuple[float, float]], int]]:
+    """:func:`traced_gaps_by_process`'s gaps as (start, end), µs of the guest's clock."""
     from iolab.kernel.bfqlog import BLOCK_EVENT
 
     try:
@@ -135,7 +147,7 @@ def traced_gaps_by_process(path: Path, marker: int | None = None) -> dict[int, t
     arrive = "I" if any(m["act"] == "I" for m in events) else "Q"
     owner: dict[int, int] = {}
     done: dict[int, float] = {}
-    out: dict[int, tuple[list[float], int]] = {}
+    out: dict[int, tuple[list[tuple[float, float]], int]] = {}
     for m in events:
         act, sector, pid, t = m["act"], int(m["sector"]), int(m["pid"]), float(m["t"]) * 1e6
         if act == "Q":
@@ -146,7 +158,7 @@ def traced_gaps_by_process(path: Path, marker: int | None = None) -> dict[int, t
             if who is not None:
                 done[who] = t
         elif act == arrive and pid in done:
-            out.setdefault(pid, ([], sector))[0].append(t - done.pop(pid))
+            out.setdefault(pid, ([], sector))[0].append((done.pop(pid), t))
     return out
 
 

@@ -213,7 +213,9 @@ def test_the_cpu_think_model_gives_the_guest_time_as_cpu_on_the_guests_cpus():
     runs = compare.run_sim({**spec, "run": {"duration_s": 2, "seed": 1, "repetitions": 1}})
     assert runs[0]["cpu"]["cpus"] == 1 and runs[0]["cpu"]["bursts"] > 0
     plan, traced = calibration.calibration_plan("hp97560", ["wpcas"], "cpu", ["randseq"])
-    assert [plan.runs[i][1] for i in traced] == ["zlt0", "zlt1", "zlt2", "randseq"]
+    assert [plan.runs[i][1:3] for i in traced] == [("zlt0", "wpcas"), ("zlt1", "wpcas"), ("zlt2", "wpcas"),
+                                                  ("randseq", "wpcas"),
+                                                  ("zlt0", "bfq"), ("zlt1", "bfq"), ("zlt2", "bfq")]
 
 
 def test_the_guest_clock_gap_ends_at_the_insertion_and_falls_back_to_queueing(tmp_path):
@@ -245,9 +247,13 @@ def test_guest_think_model_without_traced_runs_is_refused(tmp_path):
 
 def test_the_guest_think_model_traces_a_copy_of_each_one_process_run(tmp_path):
     plan, traced = calibration.calibration_plan("hp97560", ["none", "anticipatory"], "guest")
-    assert len(plan.runs) == 2 * 4 + 2 * 3
-    assert [plan.runs[i][1:3] for i in traced] == [(w, e) for e in ("none", "anticipatory")
+    # and bfq's one-process runs, untraced and traced: what a message costs the tracer
+    assert len(plan.runs) == 2 * 4 + 2 * 3 + 2 * 3
+    assert [plan.runs[i][1:3] for i in traced] == [(w, e) for e in ("none", "anticipatory", "bfq")
                                                    for w in ("zlt0", "zlt1", "zlt2")]
+    assert [r[1:3] for r in plan.runs if r[0] not in traced][-3:] == [(w, "bfq") for w in ("zlt0", "zlt1", "zlt2")]
+    assert calibration.calibration_plan("hp97560", ["bfq"], "guest")[0].runs[-1][1:3] == ("zlt2", "bfq")
+    assert len(calibration.calibration_plan("hp97560", ["bfq"], "guest")[0].runs) == 4 + 3
     from iolab.kernel import guest
 
     guest.write_share(tmp_path, plan, 8, 2_600_000, {}, [], traced)
@@ -312,7 +318,8 @@ def test_the_workload_model_traces_each_compared_workload_and_tells_its_processe
                                                 ["seqreaders", "randseq", "coop", "aiowrite"])
     # the one-process copies, then the workloads whose processes have regions of their own
     # and wait for each request (coop shares one file; aiowrite keeps 8 in flight)
-    assert [plan.runs[i][1] for i in traced] == ["zlt0", "zlt1", "zlt2", "seqreaders", "randseq"]
+    assert [plan.runs[i][1] for i in traced] == ["zlt0", "zlt1", "zlt2", "seqreaders", "randseq",
+                                                 "zlt0", "zlt1", "zlt2"]
     # a traced randseq run: a random reader (0 ms think) and a sequential reader (1 ms
     # think), each told by the region its requests fall in
     cap = 2_684_016
