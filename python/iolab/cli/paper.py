@@ -43,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a calibration boot of `iolab kernel compare --think guest` on hp97560 "
                         "(DIR/calibration-hp97560): the simulator runs again paying the guest's time per "
                         "request it measured (with --from: added to a finished run)")
+    k.add_argument("--tracer-cost", choices=("take-back", "keep"), default="take-back",
+                   help="the blk tracer's own time in the calibration's traced runs: measured per line and "
+                        "taken off the guest's gaps (take-back, the default) or left in (keep), as "
+                        "`iolab kernel compare --tracer-cost`")
     k.add_argument("--no-calibration", action="store_true",
                    help="boot no calibration guest beside the runs (by default one measures the guest's "
                         "time per request under each elevator, for the simulator's third side)")
@@ -119,7 +123,8 @@ def cmd_wpcas_kernel(args) -> int:
         if not args.kernel:
             raise UserError("--from DIR re-reads a --kernel run: give --kernel too")
         if args.calibration:
-            wpcas_kernel.resim_guest(Path(args.source), Path(args.calibration))
+            wpcas_kernel.resim_guest(Path(args.source), Path(args.calibration),
+                                     take_back=args.tracer_cost == "take-back")
         result = wpcas_kernel.analyse(Path(args.source))
         out = args.source
     else:
@@ -141,7 +146,7 @@ def cmd_wpcas_kernel(args) -> int:
                                   repo=args.repo, guests=args.guests, file_kb=args.file_kib,
                                   calibrate=not args.no_calibration,
                                   calibration=Path(args.calibration) if args.calibration else None,
-                                  trace=traced)
+                                  trace=traced, take_back=args.tracer_cost == "take-back")
     t = Table(title="WPCAS paper, IOzone: the kernel's verdicts beside the simulator's")
     guest = any(r.sim_guest for r in result)
     for col in ("claim", "WPCAS start-up", "paper", "kernel", "simulator", *(["simulator+guest"] if guest else [])):

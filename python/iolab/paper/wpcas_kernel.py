@@ -105,12 +105,14 @@ CALIBRATION_SHARE = f"calibration-{DISK}"
 def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional[list[int]] = None,
         placement: str = "packed", icount: Optional[int] = ICOUNT, repo: Optional[str] = None,
         guests: int = 1, file_kb: int = FILE_KB, calibrate: bool = True,
-        calibration: Optional[Path] = None, trace: tuple[str, ...] = ()) -> list[SideBySide]:
+        calibration: Optional[Path] = None, trace: tuple[str, ...] = (),
+        take_back: bool = True) -> list[SideBySide]:
     """The guest's runs and the simulator's, decided and reported. With
     ``calibrate`` (and no ``calibration`` boot given) one more guest, side
     by side with the others, measures the guest's own time per request
     under each elevator (`iolab kernel compare`'s calibration, traced), and
-    the simulator runs a third time paying it."""
+    the simulator runs a third time paying it (``take_back``: without the
+    tracer's own time, iolab.kernel.tracercost)."""
     from iolab import _iolab
     from iolab.kernel import testbed
     from iolab.kernel.calibration import CALIBRATION_RUNTIME_S, calibration_plan
@@ -123,7 +125,7 @@ def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional
     outdir.mkdir(parents=True, exist_ok=True)
     seek = json.loads(_iolab.wpcas_seek_tunables(DISK))
     capacity = int(seek["capacity_sectors"])
-    host = guest_time(calibration) if calibration is not None else None
+    host = guest_time(calibration, take_back) if calibration is not None else None
     # the simulator first: it takes seconds, and its run lengths bound the guest's
     sim = run_sim(plan, outdir)
     sim_s = {(r["mode"], r["classes"], r["scheduler"]): r["elapsed_s"] for r in sim}
@@ -159,16 +161,17 @@ def run(quick: bool, outdir: Path, reps: Optional[int] = None, classes: Optional
         meta["wall_s"] = time.monotonic() - t0
         (outdir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     if calibrate or calibration is not None:
-        resim_guest(outdir, calibration or outdir / CALIBRATION_SHARE, host)
+        resim_guest(outdir, calibration or outdir / CALIBRATION_SHARE, host, take_back)
     return analyse(outdir, sim)
 
 
-def resim_guest(outdir: Path, calibration: Path, host: Optional[dict] = None) -> None:
+def resim_guest(outdir: Path, calibration: Path, host: Optional[dict] = None, take_back: bool = True) -> None:
     """The simulator's third side, paying the guest's time of the
     calibration boot ``calibration``, written into ``outdir``."""
     meta = load_meta(outdir)
     plan = KPlan(**{**meta["plan"], "trace": tuple(meta["plan"].get("trace", ()))})
-    run_sim_guest(plan, outdir, host if host is not None else guest_time(calibration))
+    run_sim_guest(plan, outdir, host if host is not None else guest_time(calibration, take_back))
+    meta["tracer_cost"] = "take-back" if take_back else "keep"
     meta["calibration"] = str(calibration) if calibration.parent.resolve() != outdir.resolve() else calibration.name
     (outdir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 

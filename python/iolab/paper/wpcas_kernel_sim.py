@@ -77,7 +77,7 @@ SIM = "simulator"
 SIM_GUEST = "simulator+guest"
 
 
-def guest_time(calibration: Path) -> dict[str, dict]:
+def guest_time(calibration: Path, take_back: bool = True) -> dict[str, dict]:
     """The guest's time per request by elevator from a calibration boot of
     `iolab kernel compare` on this disk (``DIR/calibration-hp97560``, with
     traced copies: ``--think guest``), as :func:`iolab.kernel.calibration.
@@ -89,7 +89,7 @@ def guest_time(calibration: Path) -> dict[str, dict]:
         raise UserError(f"--calibration {calibration}: not a calibration boot of `iolab kernel compare` "
                         "(no plan.txt and emu.csv; e.g. DIR/calibration-hp97560)")
     try:
-        host = measure_host(calibration)
+        host = measure_host(calibration, take_back=take_back)
     except (OSError, ValueError, KeyError, IndexError) as e:
         raise UserError(f"--calibration {calibration}: {type(e).__name__}: {e}") from None
     missing = sorted({s.elevator for s in SCHEDULERS} - {el for el, h in host.items() if h.get("think_guest_us")})
