@@ -102,3 +102,18 @@ def test_the_calibration_measures_the_cost_and_takes_it_back(tmp_path):
     assert not kept["tracer"]["taken_back"] and kept["tracer"]["block_us"] == pytest.approx(80.0)
     # only the elevators asked for
     assert calibration.measure_host(d, elevators=["wpcas"]) == {}
+
+
+def test_the_report_gives_the_fit_and_every_pair():
+    from iolab.kernel.compare import tracer_cost_table
+
+    tracer = {"block_us": 59.6, "message_us": 161.2, "n": 2, "message_assumed": False, "residual_sd_us": 91.0,
+              "taken_back": True,
+              "pairs": {"anticipatory": {"0": {"extra_us": 278.0}}, "bfq": {"1": {"extra_us": 2107.0}}}}
+    meta = {"disks": ["modern7200"], "host_by_disk": {"modern7200": {"anticipatory": {"tracer": tracer}}}}
+    row = [x for x in tracer_cost_table(meta) if x.startswith("| modern7200")]
+    assert row == ["| modern7200 | 2 | 59.6 | 161.2 | 91 | taken back | anticipatory 0 ms +278; bfq 1 ms +2107 |"]
+    kept = {**tracer, "taken_back": False, "message_assumed": True}
+    meta["host_by_disk"]["modern7200"]["anticipatory"]["tracer"] = kept
+    assert "(as a block event) | 91 | kept |" in tracer_cost_table(meta)[-2]
+    assert tracer_cost_table({"disks": ["hp97560"], "host_by_disk": {"hp97560": {"wpcas": {}}}}) == []
