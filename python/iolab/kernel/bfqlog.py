@@ -44,12 +44,18 @@ class BfqTrace:
     messages: int = 0
 
 
-def parse(path: Path) -> BfqTrace:
-    """Read a blk tracer text file; a file with no block events is refused."""
+def read_trace(path: Path) -> str:
+    """A blk tracer text file's contents (undecodable bytes replaced); a file
+    that cannot be read is one error naming it."""
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace")
     except OSError as e:
         raise UserError(f"{path}: {e.strerror}") from None
+
+
+def parse(path: Path) -> BfqTrace:
+    """Read a blk tracer text file; a file with no block events is refused."""
+    text = read_trace(path)
     owner: dict[int, int] = {}
     out = BfqTrace()
     for line in text.splitlines():

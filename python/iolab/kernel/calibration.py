@@ -220,11 +220,13 @@ def measure_host(share: Path, take_back: bool = True, elevators=None) -> dict[st
             used.add(t_rid)
             path = share / "runs" / f"{t_rid}.trace"
             ws = traced_windows_us(path, marker, to="I") or traced_windows_us(path, marker, to="Q")
-            think = float(key[1][3:]) * 1000 if key[1] in TRACED_MEASURE else 0.0
+            think = WORKLOADS[key[1]].groups[0].think_ms * 1000  # a one-process run: one group
             if ws:
                 guest[key] = [back(t_rid).window(a, b, think) for a, b in ws]
     out = {}
-    for el in sorted({el for el, _ in gap} & set(elevators or [el for el, _ in gap])):
+    for el in sorted({el for el, _ in gap}):
+        if elevators is not None and el not in elevators:
+            continue
         dev = gap.get((el, "zlaio8"), math.nan)
         ts = [t for t in (0, 1, 2) if (el, f"zlt{t}") in gap]
         think = {t: gap[(el, f"zlt{t}")] - t * 1000 - dev for t in ts}

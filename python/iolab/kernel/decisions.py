@@ -66,12 +66,9 @@ def kernel_trace(trace: Path) -> tuple[list[tuple[str, dict[str, int]]], list[fl
     that decides follows the completion from kblockd's worker, in the
     simulator at the completion's instant (the engine runs the queue after
     every event)."""
-    from iolab.kernel.bfqlog import BLOCK_EVENT
+    from iolab.kernel.bfqlog import BLOCK_EVENT, read_trace
 
-    try:
-        text = trace.read_text(errors="replace")
-    except OSError as e:
-        raise UserError(f"{trace}: {e.strerror}") from None
+    text = read_trace(trace)
     lines: list[tuple[str, dict[str, int]]] = []
     delays: list[float] = []
     who: Counter = Counter()

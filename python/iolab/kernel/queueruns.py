@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iolab.cli.errors import UserError
-
 CAUSES = ("insert", "completion", "timer")
 # Fewer samples than this and a cause's distribution is not given (the
 # simulator then runs the queue at once for it): a median of a handful of
@@ -52,12 +50,9 @@ def queue_run_delays_us(path: Path, marker: int | None = None, take_back=None) -
     def delay(start: float, end: float) -> float:
         return take_back.window(start, end) if take_back else end - start
 
-    from iolab.kernel.bfqlog import BLOCK_EVENT, MESSAGE
+    from iolab.kernel.bfqlog import BLOCK_EVENT, MESSAGE, read_trace
 
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
+    text = read_trace(path)
     out: dict = {c: [] for c in CAUSES}
     ambiguous = 0
     queued: set[int] = set()  # inserted, not yet issued (by sector)

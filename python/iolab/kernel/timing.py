@@ -92,13 +92,10 @@ def traced_gaps_us(path: Path, marker: int | None = None, to: str = "D") -> list
 
 def traced_windows_us(path: Path, marker: int | None = None, to: str = "D") -> list[tuple[float, float]]:
     """:func:`traced_gaps_us`'s gaps as (start, end), µs of the guest's clock."""
-    from iolab.kernel.bfqlog import BLOCK_EVENT
+    from iolab.kernel.bfqlog import BLOCK_EVENT, read_trace
 
     windows, last_c = [], None
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
+    lines = read_trace(path).splitlines()
     for line in lines:
         m = BLOCK_EVENT.match(line)
         if not m or m["act"] not in ("C", to):
@@ -136,12 +133,9 @@ def traced_gaps_by_process(path: Path, marker: int | None = None) -> dict[int, t
 def traced_windows_by_process(path: Path, marker: int | None = None
                               ) -> dict[int, tuple[list[tuple[float, float]], int]]:
     """:func:`traced_gaps_by_process`'s gaps as (start, end), µs of the guest's clock."""
-    from iolab.kernel.bfqlog import BLOCK_EVENT
+    from iolab.kernel.bfqlog import BLOCK_EVENT, read_trace
 
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
+    lines = read_trace(path).splitlines()
     events = [m for m in map(BLOCK_EVENT.match, lines) if m and m["act"] in ("Q", "I", "C")
               and (marker is None or int(m["sector"]) < marker)]
     arrive = "I" if any(m["act"] == "I" for m in events) else "Q"

@@ -35,28 +35,19 @@ import math
 import re
 from pathlib import Path
 
-from iolab.cli.errors import UserError
-
 # Any line the tracer wrote: "comm-pid [cpu] flags seconds: ..."
 _LINE = re.compile(r"^\s*.+?-\d+\s+\[\d+\]\s+\S+\s+(?P<t>\d+\.\d+):")
 KINDS = ("block", "message")
-
-
-def _lines(path: Path) -> list[str]:
-    try:
-        return path.read_text(errors="replace").splitlines()
-    except OSError as e:
-        raise UserError(f"{path}: {e.strerror}") from None
 
 
 def line_times_us(path: Path) -> dict:
     """The guest-clock times (µs, sorted) of every line of a trace, by kind."""
     import numpy as np
 
-    from iolab.kernel.bfqlog import BLOCK_EVENT
+    from iolab.kernel.bfqlog import BLOCK_EVENT, read_trace
 
     out: dict[str, list[float]] = {k: [] for k in KINDS}
-    for line in _lines(path):
+    for line in read_trace(path).splitlines():
         m = _LINE.match(line)
         if m:
             out["block" if BLOCK_EVENT.match(line) else "message"].append(float(m["t"]) * 1e6)
@@ -67,11 +58,11 @@ def lines_per_request(path: Path, marker: int | None = None) -> dict[str, float]
     """A traced run's lines of each kind over its completions (the run's
     two marker requests' lines left out): the tracer's calls a request
     costs."""
-    from iolab.kernel.bfqlog import BLOCK_EVENT
+    from iolab.kernel.bfqlog import BLOCK_EVENT, read_trace
 
     n = {k: 0 for k in KINDS}
     completions = 0
-    for line in _lines(path):
+    for line in read_trace(path).splitlines():
         if not _LINE.match(line):
             continue
         b = BLOCK_EVENT.match(line)
