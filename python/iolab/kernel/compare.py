@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iolab.cli.errors import UserError
+from iolab.kernel import anticipation
 from iolab.kernel import meta as kmeta
 from iolab.kernel import testbed
-from iolab.kernel.calibration import (calibrate, device_us, host_of, measure_host, queue_run_inputs, sim_inputs,
+from iolab.kernel.calibration import (CALIBRATION_RUNTIME_S, calibrate, device_us, host_of, measure_host,
+                                      queue_run_inputs, sim_inputs,
                                       takes_queue_runs)
 from iolab.kernel.emulog import CLOCK_TOLERANCE, cut_log, mean_of_cuts, off_clock
 from iolab.kernel.guest import (MAX_GUESTS, Plan, capacity_sectors, check_run_ids, fio_summary, make_plan, run_disk,
@@ -130,6 +132,7 @@ class Side:
     p99: list[float] = field(default_factory=list)
     antic: list[tuple[int, int, int]] = field(default_factory=list)
     fio_mb_s: list[float] = field(default_factory=list)  # the kernel's, as fio counts it
+    runs: list[int] = field(default_factory=list)  # the kernel's run ids counted
 
 
 # ---------------------------------------------------------------- simulator side
@@ -248,6 +251,7 @@ def _kernel_side(share: Path, plan: Plan, wl: str, cuts: dict[int, dict]) -> dic
         s = out.setdefault(el, Side())
         s.throughput.append(cuts[rid]["disk_mb_s"] if at_disk else f["throughput_mb_s"])
         s.fio_mb_s.append(f["throughput_mb_s"])
+        s.runs.append(rid)
         s.p50.append(f["p50_ms"])
         s.p99.append(f["p99_ms"])
         s.antic.append((st.get("antic_started", 0), st.get("antic_succeeded", 0), st.get("antic_failed", 0)))
@@ -304,6 +308,10 @@ def _analyse(out: Path, meta: dict) -> dict:
                     "kernel_antic": [sum(x[i] for x in k.antic) / max(len(k.antic), 1) for i in range(3)],
                     "sim_antic": [sum(x[i] for x in s.antic) / max(len(s.antic), 1) for i in range(3)],
                     "emu": mean_of_cuts(emu),
+                    "anticipation": anticipation.row(
+                        out, disk, wl, el, [share / "runs" / f"{rid}.stats" for rid in k.runs],
+                        [cuts[rid].get("group_mb_s", {}) for rid in k.runs if rid in cuts],
+                        [r for r in simdoc["runs"] if r["scheduler"] == el]),
                     "sim_disk": {
                         "utilization": mean_ci([r["disk"]["utilization"] for r in simdoc["runs"]
                                                 if r["scheduler"] == el])[0],
@@ -583,6 +591,9 @@ def report(result: dict) -> str:
                   f"over its length by the emulator's, {min(ratios):.4f} to {max(ratios):.4f} over {len(ratios)} runs"
                   + (f"; beyond ±{CLOCK_TOLERANCE:.0%}, and so left out of the kernel's figures above (the guest fell "
                      f"behind the host): {'; '.join(off)}." if off else f", every run within ±{CLOCK_TOLERANCE:.0%}.")]
+    antic = anticipation.table(result["rows"], meta["runtime"], CALIBRATION_RUNTIME_S)
+    if antic:
+        lines += ["", *antic]
     at_disk = [r for r in result["rows"] if r.get("at_disk")]
     if at_disk:
         fio = ", ".join(f"{r['disk']} {r['elevator']} {r['kernel_fio_mb_s']:.1f}" for r in at_disk)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from iolab.kernel.guest import Plan
+from iolab.kernel.guest import MARKER_SECTORS, Plan
+from iolab.kernel.workloads import WORKLOADS, layout
 
 # Percentiles of the guest's time between a reply and the next request.
 GAP_PERCENTILES = (10, 50, 90, 99)
@@ -34,7 +35,7 @@ def cut_log(share: Path, plan: Plan, capacity: int | None = None) -> dict[int, d
     marks = {int(s - marker) // 8: i for i, s in zip(log.index[is_mark], log["sector"][is_mark])}
     stamps = _clock_stamps(share)
     out = {}
-    for rid, *_ in plan.runs:
+    for rid, wl, *_ in plan.runs:
         a, b = marks.get(2 * rid), marks.get(2 * rid + 1)
         if a is None or b is None:
             continue
@@ -81,7 +82,31 @@ def cut_log(share: Path, plan: Plan, capacity: int | None = None) -> dict[int, d
             # its markers
             "clock_ratio": _clock_ratio(stamps, 2 * rid, 2 * rid + 1,
                                         int(log.at[a, "reply_ns"]), int(log.at[b, "reply_ns"])),
+            "group_mb_s": group_mb_s(rows, wl, capacity or marker + MARKER_SECTORS, span),
         }
+    return out
+
+
+def group_mb_s(rows, workload: str, capacity: int, window_ns: float) -> dict[str, float]:
+    """The MB/s the disk moved for each process group of ``workload`` (the
+    simulator's ``per_class``), told apart by the region a request's sector
+    falls in, over ``window_ns`` (the run's span from its first request to
+    its last completion: the marker-to-marker window also holds fio's start
+    and exit, a third of it under ``-icount``); empty for a workload whose
+    processes share their regions."""
+    from iolab.cli.errors import UserError
+
+    w = WORKLOADS.get(workload)
+    if w is None or w.placement != "spread" or window_ns <= 0:
+        return {}
+    try:
+        regions = layout(w, capacity)
+    except UserError:  # a disk too small for the workload (a test's log): nobody's regions
+        return {}
+    out: dict[str, float] = {}
+    for g, _, start, size in regions:
+        inside = (rows["sector"] >= start) & (rows["sector"] < start + size)
+        out[g.name] = out.get(g.name, 0.0) + float(rows["length"][inside].sum() / (window_ns / 1e9) / 1e6)
     return out
 
 
