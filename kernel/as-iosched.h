@@ -65,12 +65,23 @@ enum as_moment {
  * The paper's Table 1: A-T started, A-S succeeded, A-F failed, A-ST and
  * A-FT the time waited in each. A-T = A-S + A-F by construction.
  */
+/*
+ * The successful waits by length, so that the two homes' distributions of
+ * a process's own time can be compared, not only their means (docs/kernel.md,
+ * "The anticipating rows by the elevator's own counters"): bin i counts the
+ * waits in [i, i + 1) x AS_WAIT_BIN_NS, the last bin every longer one. 32
+ * bins of 250 us span 8 ms, past the default antic_expire of 6 ms.
+ */
+#define AS_WAIT_BINS 32
+#define AS_WAIT_BIN_NS (250 * NSEC_PER_USEC)
+
 struct as_antic_stats {
 	u64 started;
 	u64 succeeded;
 	u64 failed;
 	u64 success_wait_ns;
 	u64 failure_wait_ns;
+	u64 success_wait_bins[AS_WAIT_BINS];
 };
 
 /* A bias-corrected EWMA with alpha 1/8 (as_update_thinktime). */

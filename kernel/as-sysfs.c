@@ -154,6 +154,8 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 	struct as_antic_stats s;
 	u64 ins, dis, com, req, mer, exi;
 	u32 queued, in_flight, async_depth;
+	ssize_t n;
+	int i;
 
 	spin_lock_irq(&ad->lock);
 	as_snapshot(ad, &s);
@@ -167,17 +169,43 @@ static ssize_t as_stats_show(struct elevator_queue *e, char *page)
 	in_flight = ad->nr_dispatched;
 	async_depth = READ_ONCE(ad->async_depth);
 	spin_unlock_irq(&ad->lock);
-	return sysfs_emit(page,
-			  "antic_started %llu\nantic_succeeded %llu\n"
-			  "antic_failed %llu\nantic_success_wait_ns %llu\n"
-			  "antic_failure_wait_ns %llu\nantic_target_exited %llu\n"
-			  "inserted %llu\n"
-			  "dispatched %llu\ncompleted %llu\nrequeued %llu\n"
-			  "merged %llu\nqueued %u\nin_flight %u\n"
-			  "async_depth %u\n",
-			  s.started, s.succeeded, s.failed, s.success_wait_ns,
-			  s.failure_wait_ns, exi, ins, dis, com, req, mer, queued,
-			  in_flight, async_depth);
+	n = sysfs_emit(page,
+		       "antic_started %llu\nantic_succeeded %llu\n"
+		       "antic_failed %llu\nantic_success_wait_ns %llu\n"
+		       "antic_failure_wait_ns %llu\nantic_target_exited %llu\n"
+		       "inserted %llu\n"
+		       "dispatched %llu\ncompleted %llu\nrequeued %llu\n"
+		       "merged %llu\nqueued %u\nin_flight %u\n"
+		       "async_depth %u\n",
+		       s.started, s.succeeded, s.failed, s.success_wait_ns,
+		       s.failure_wait_ns, exi, ins, dis, com, req, mer, queued,
+		       in_flight, async_depth);
+	/* the successful waits by length: a name and AS_WAIT_BINS counts */
+	n += sysfs_emit_at(page, n, "antic_success_wait_bins");
+	for (i = 0; i < AS_WAIT_BINS; i++)
+		n += sysfs_emit_at(page, n, " %llu", s.success_wait_bins[i]);
+	n += sysfs_emit_at(page, n, "\n");
+	return n;
+}
+
+/*
+ * antic_success_wait_bins: the successful waits by length, AS_WAIT_BINS
+ * counts of AS_WAIT_BIN_NS each (as-iosched.h), on one line.
+ */
+static ssize_t as_antic_success_wait_bins_show(struct elevator_queue *e, char *page)
+{
+	struct as_data *ad = as_elv_data(e);
+	struct as_antic_stats s;
+	ssize_t n = 0;
+	int i;
+
+	spin_lock_irq(&ad->lock);
+	as_snapshot(ad, &s);
+	spin_unlock_irq(&ad->lock);
+	for (i = 0; i < AS_WAIT_BINS; i++)
+		n += sysfs_emit_at(page, n, "%llu%c", s.success_wait_bins[i],
+				   i == AS_WAIT_BINS - 1 ? '\n' : ' ');
+	return n;
 }
 
 #define AS_ATTR(name) \
@@ -198,6 +226,7 @@ static struct elv_fs_entry as_core_attrs[] = {
 	AS_ATTR_RO(antic_failed),
 	AS_ATTR_RO(antic_success_wait_ns),
 	AS_ATTR_RO(antic_failure_wait_ns),
+	AS_ATTR_RO(antic_success_wait_bins),
 	AS_ATTR_RO(dispatched),
 	AS_ATTR_RO(completed),
 	AS_ATTR_RO(merged),

@@ -28,6 +28,8 @@ static void as_tally(struct as_antic_stats *s, bool success, u64 waited)
 	if (success) {
 		s->succeeded++;
 		s->success_wait_ns += waited;
+		s->success_wait_bins[min_t(u64, div64_u64(waited, AS_WAIT_BIN_NS),
+					   AS_WAIT_BINS - 1)]++;
 	} else {
 		s->failed++;
 		s->failure_wait_ns += waited;

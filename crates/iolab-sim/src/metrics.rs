@@ -8,7 +8,7 @@
 
 use crate::disk::{CacheOutcome, Service};
 use crate::request::{Dir, Request};
-use crate::sched::AnticipationStats;
+use crate::sched::{AnticipationStats, WAIT_BIN_NS};
 use crate::time::{ns_to_ms, SimTime};
 use crate::histogram::Histogram;
 use serde::Serialize;
@@ -258,6 +258,8 @@ impl Collector {
                 failure_wait_ms: ns_to_ms(a.failure_wait_ns),
                 deceptive_idleness_ms: a.deceptive_idleness_ms(),
                 mean_success_wait_ms: a.mean_success_wait_ms(),
+                success_wait_bin_ms: ns_to_ms(WAIT_BIN_NS),
+                success_wait_bins: a.success_wait_bins.to_vec(),
             },
             per_class: classes
                 .iter()
@@ -373,6 +375,11 @@ pub struct AnticipationSummary {
     pub deceptive_idleness_ms: f64,
     /// A-ST / A-S
     pub mean_success_wait_ms: f64,
+    /// The width of a bin of `success_wait_bins`.
+    pub success_wait_bin_ms: f64,
+    /// The successful waits by length (the module's
+    /// `antic_success_wait_bins`): the last bin holds every longer wait.
+    pub success_wait_bins: Vec<u64>,
 }
 
 /// One phase (IOzone test) over all the processes that ran it, as IOzone

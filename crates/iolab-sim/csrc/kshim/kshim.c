@@ -319,6 +319,20 @@ int sysfs_emit(char *buf, const char *fmt, ...)
 	return n < PAGE_SIZE ? n : PAGE_SIZE - 1;
 }
 
+/* as fs/sysfs/file.c: append at byte `at` of the page, never past its end */
+int sysfs_emit_at(char *buf, int at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (at < 0 || at >= PAGE_SIZE)
+		return 0;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + at, PAGE_SIZE - at, fmt, ap);
+	va_end(ap);
+	return n < PAGE_SIZE - at ? n : PAGE_SIZE - at - 1;
+}
+
 /* ---- the sorted tree (a treap) ---- */
 
 struct rb_node *rb_first(const struct rb_root *root)

@@ -213,9 +213,34 @@ pub struct AnticipationStats {
     pub success_wait_ns: u64,
     /// A-FT: total time spent waiting in failed anticipations.
     pub failure_wait_ns: u64,
+    /// The successful waits by length: bin i counts the waits in
+    /// [i, i + 1) x [`WAIT_BIN_NS`], the last bin every longer one (the
+    /// module's `antic_success_wait_bins`, kernel/as-iosched.h), so that
+    /// the two homes' distributions compare, not only their means.
+    pub success_wait_bins: [u64; WAIT_BINS],
 }
 
+/// The module's AS_WAIT_BINS and AS_WAIT_BIN_NS (kernel/as-iosched.h): 32
+/// bins of 250 us span 8 ms, past the default antic_expire of 6 ms.
+pub const WAIT_BINS: usize = 32;
+pub const WAIT_BIN_NS: u64 = 250_000;
+
 impl AnticipationStats {
+    /// Every counter zero (a `const` for the io contexts' initializer).
+    pub const ZERO: AnticipationStats = AnticipationStats {
+        started: 0,
+        succeeded: 0,
+        failed: 0,
+        success_wait_ns: 0,
+        failure_wait_ns: 0,
+        success_wait_bins: [0; WAIT_BINS],
+    };
+
+    /// Count a successful wait of `waited` ns into its bin.
+    pub fn bin_success(&mut self, waited: u64) {
+        self.success_wait_bins[((waited / WAIT_BIN_NS) as usize).min(WAIT_BINS - 1)] += 1;
+    }
+
     /// Deceptive idleness = A-FT / A-T, in ms.
     pub fn deceptive_idleness_ms(&self) -> f64 {
         ratio_ms(self.failure_wait_ns, self.started)

@@ -189,6 +189,7 @@ int kstrtoull(const char *s, unsigned int base, unsigned long long *res);
 int kstrtouint(const char *s, unsigned int base, unsigned int *res);
 int kstrtoint(const char *s, unsigned int base, int *res);
 int sysfs_emit(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sysfs_emit_at(char *buf, int at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 struct attribute {
 	const char *name;

@@ -89,13 +89,7 @@ impl IoContext {
         ttime: Ewma { samples: 0, total: 0, mean: 0 },
         last_request_pos: 0,
         seek: Ewma { samples: 0, total: 0, mean: 0 },
-        antic: AnticipationStats {
-            started: 0,
-            succeeded: 0,
-            failed: 0,
-            success_wait_ns: 0,
-            failure_wait_ns: 0,
-        },
+        antic: AnticipationStats::ZERO,
     };
 }
 

@@ -147,6 +147,7 @@ fn tally(s: &mut AnticipationStats, outcome: Outcome, waited: u64) {
         Outcome::Success => {
             s.succeeded += 1;
             s.success_wait_ns += waited;
+            s.bin_success(waited);
         }
         Outcome::Failure => {
             s.failed += 1;
@@ -159,6 +160,7 @@ fn tally(s: &mut AnticipationStats, outcome: Outcome, waited: u64) {
 mod tests {
     use super::*;
     use crate::sched::testutil::{hist, ms};
+    use crate::sched::{WAIT_BINS, WAIT_BIN_NS};
 
     #[test]
     fn waitreq_goes_to_wait_next_once_the_target_finished() {
@@ -204,5 +206,23 @@ mod tests {
         assert_eq!(a.status, AnticStatus::Finished);
         a.stop(ms(4), Outcome::Failure, &mut h); // not waiting: no-op
         assert_eq!(a.stats().failed, 0);
+        assert_eq!(s.success_wait_bins[0], 1, "a 0 ns wait is in the first bin");
+    }
+
+    #[test]
+    fn successful_waits_are_binned_by_length_and_failures_are_not() {
+        let mut s = AnticipationStats::ZERO;
+        for waited in [0, WAIT_BIN_NS - 1, WAIT_BIN_NS, 3 * WAIT_BIN_NS + 7, ms(7).ns(), ms(500).ns()] {
+            tally(&mut s, Outcome::Success, waited);
+        }
+        tally(&mut s, Outcome::Failure, ms(5).ns());
+        let mut want = [0; WAIT_BINS];
+        want[0] = 2;
+        want[1] = 1;
+        want[3] = 1;
+        want[28] = 1; // 7 ms
+        want[WAIT_BINS - 1] = 1; // past 8 ms: the last bin
+        assert_eq!(s.success_wait_bins, want);
+        assert_eq!(s.success_wait_bins.iter().sum::<u64>(), s.succeeded);
     }
 }

@@ -373,7 +373,7 @@ mod tests {
             succeeded,
             failed,
             success_wait_ns: success_wait_ms * NS_PER_MS,
-            failure_wait_ns: 0,
+            ..AnticipationStats::ZERO
         };
         ioc.seek.mean = seek_mean;
         ioc.seek.samples = 84;

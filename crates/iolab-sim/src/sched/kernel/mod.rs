@@ -24,7 +24,7 @@ mod ffi;
 /// build.rs, which `include!`s the file).
 pub mod makefile;
 
-use super::{AnticipationStats, Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
+use super::{AnticipationStats, WAIT_BINS, Dispatch, Elevator, MergeKind, SchedContext, SchedulerInfo, Tunable, TunableValues};
 use crate::error::{Error, Result};
 use crate::request::{Dir, ProcessId, Request};
 use crate::time::SimTime;
@@ -400,6 +400,18 @@ impl KernelElevator {
         &self.inst
     }
 
+    /// The module's `antic_success_wait_bins` (zeros for a module built
+    /// before the file, or a line that is not [`WAIT_BINS`] counts).
+    fn success_wait_bins(&self) -> [u64; WAIT_BINS] {
+        let mut bins = [0; WAIT_BINS];
+        let text = self.inst.show("antic_success_wait_bins").unwrap_or_default();
+        let counts: Vec<u64> = text.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if counts.len() == WAIT_BINS {
+            bins.copy_from_slice(&counts);
+        }
+        bins
+    }
+
     pub fn instance_mut(&mut self) -> &mut Instance {
         &mut self.inst
     }
@@ -453,6 +465,7 @@ impl Elevator for KernelElevator {
             failed: get(ANTIC_FILES[2]),
             success_wait_ns: get(ANTIC_FILES[3]),
             failure_wait_ns: get(ANTIC_FILES[4]),
+            success_wait_bins: self.success_wait_bins(),
         })
     }
 
