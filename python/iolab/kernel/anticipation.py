@@ -36,12 +36,54 @@ from iolab.kernel.significance import mean_ci
 ANTICIPATING = ("anticipatory", "wpcas")
 
 
-def counters(started: float, succeeded: float, failed: float, ok_ns: float, fail_ns: float) -> dict[str, float]:
-    """One run's counters as the table gives them."""
-    return {"started": started, "succeeded": succeeded, "failed": failed,
-            "success_share": succeeded / started if started else math.nan,
-            "ok_wait_ms": ok_ns / succeeded / 1e6 if succeeded else math.nan,
-            "fail_wait_ms": fail_ns / failed / 1e6 if failed else math.nan}
+# The module's bins of successful waits (kernel/as-iosched.h AS_WAIT_BINS,
+# AS_WAIT_BIN_NS): the simulator's result documents carry their own width.
+WAIT_BINS = 32
+WAIT_BIN_MS = 0.25
+# The percentiles of a successful wait the table gives.
+WAIT_PERCENTILES = (10, 50, 90)
+
+
+def counters(started: float, succeeded: float, failed: float, ok_ns: float, fail_ns: float,
+             bins: list[int] | None = None, bin_ms: float = WAIT_BIN_MS) -> dict[str, float]:
+    """One run's counters as the table gives them; with the successful
+    waits' ``bins``, their percentiles too (NaN without them)."""
+    out = {"started": started, "succeeded": succeeded, "failed": failed,
+           "success_share": succeeded / started if started else math.nan,
+           "ok_wait_ms": ok_ns / succeeded / 1e6 if succeeded else math.nan,
+           "fail_wait_ms": fail_ns / failed / 1e6 if failed else math.nan}
+    for q in WAIT_PERCENTILES:
+        out[f"ok_wait_p{q}_ms"] = binned_percentile(bins, bin_ms, q) if bins else math.nan
+    return out
+
+
+def binned_percentile(bins: list[int], bin_ms: float, q: float) -> float:
+    """The q-th percentile of the waits counted in ``bins`` (bin i: [i, i+1)
+    x ``bin_ms``), linear within its bin; NaN when it falls in the last,
+    open bin or nothing was counted."""
+    total = sum(bins)
+    if total <= 0:
+        return math.nan
+    want, seen = total * q / 100, 0
+    for i, n in enumerate(bins):
+        if n and seen + n >= want:
+            return math.nan if i == len(bins) - 1 else (i + (want - seen) / n) * bin_ms
+        seen += n
+    return math.nan
+
+
+def _bins_of(text: str) -> list[int] | None:
+    """The ``antic_success_wait_bins`` line of a stats file (None before the
+    module counted them, or if the line is not WAIT_BINS counts)."""
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "antic_success_wait_bins":
+            try:
+                bins = [int(x) for x in parts[1:]]
+            except ValueError:
+                return None
+            return bins if len(bins) == WAIT_BINS and min(bins) >= 0 else None
+    return None
 
 
 def kernel_run(stats: Path) -> dict[str, float] | None:
@@ -50,7 +92,8 @@ def kernel_run(stats: Path) -> dict[str, float] | None:
     if "antic_started" not in st:
         return None
     return counters(st["antic_started"], st.get("antic_succeeded", 0), st.get("antic_failed", 0),
-                    st.get("antic_success_wait_ns", 0), st.get("antic_failure_wait_ns", 0))
+                    st.get("antic_success_wait_ns", 0), st.get("antic_failure_wait_ns", 0),
+                    _bins_of(stats.read_text()))
 
 
 def sim_run(run: dict) -> dict[str, float] | None:
@@ -59,7 +102,8 @@ def sim_run(run: dict) -> dict[str, float] | None:
     if not a:
         return None
     return counters(a.get("started", 0), a.get("succeeded", 0), a.get("failed", 0),
-                    a.get("success_wait_ms", 0.0) * 1e6, a.get("failure_wait_ms", 0.0) * 1e6)
+                    a.get("success_wait_ms", 0.0) * 1e6, a.get("failure_wait_ms", 0.0) * 1e6,
+                    a.get("success_wait_bins"), a.get("success_wait_bin_ms", WAIT_BIN_MS))
 
 
 def traced_run(out: Path, disk: str, workload: str, elevator: str) -> dict | None:
@@ -168,6 +212,24 @@ def table(rows: list[dict], runtime_s: int, calibration_s: int) -> list[str]:
         lines.append(f"| {r['disk']} | {r['workload']} | {r['elevator']} | {share} | {failed} | {wait} | "
                      f"{diff} | {traced} |")
     lines += ["", "(The traced run's failures are scaled to the compared runs' length.)", ""]
+    spread = [r for r in have if not math.isnan(r["anticipation"]["kernel"]["ok_wait_p50_ms"][0])]
+    if spread:
+        lines += [
+            "The successful waits' spread: percentiles of a successful wait (ms; from the "
+            f"{WAIT_BIN_MS * 1000:.0f}-µs bins both homes count, `antic_success_wait_bins`; per run, mean ± "
+            "95% half-width), kernel / sim / traced:",
+            "",
+            "| disk | workload | elevator | " + " | ".join(f"p{q}" for q in WAIT_PERCENTILES) + " |",
+            "|---|---|---|" + "---|" * len(WAIT_PERCENTILES),
+        ]
+        for r in spread:
+            a = r["anticipation"]
+            t = a.get("traced") or {}
+            cells = [f"{_pm(a['kernel'][f'ok_wait_p{q}_ms'], '.2f')} / {_pm(a['sim'][f'ok_wait_p{q}_ms'], '.2f')} / "
+                     + (f"{t[f'ok_wait_p{q}_ms']:.2f}" if not math.isnan(t.get(f"ok_wait_p{q}_ms", math.nan))
+                        else "-") for q in WAIT_PERCENTILES]
+            lines.append(f"| {r['disk']} | {r['workload']} | {r['elevator']} | " + " | ".join(cells) + " |")
+        lines.append("")
     split = [r for r in have if len(r["anticipation"].get("groups", {})) > 1]
     if split:
         lines += [

@@ -116,3 +116,49 @@ def test_the_disks_bytes_are_told_apart_by_the_groups_regions():
     assert got["rand"] == pytest.approx(rands * 4096 / 1e6)
     assert group_mb_s(pd.DataFrame(rows), "no-such-workload", cap, 1e9) == {}
     assert group_mb_s(pd.DataFrame(rows), "randseq", cap, 0) == {}
+
+
+def test_percentiles_of_the_binned_waits_interpolate_within_a_bin():
+    bins = [0] * anticipation.WAIT_BINS
+    bins[4], bins[8] = 50, 50  # half at 1.00-1.25 ms, half at 2.00-2.25 ms
+    assert anticipation.binned_percentile(bins, 0.25, 10) == pytest.approx(1.05)
+    assert anticipation.binned_percentile(bins, 0.25, 50) == pytest.approx(1.25)
+    assert anticipation.binned_percentile(bins, 0.25, 90) == pytest.approx(2.2)
+    bins[-1] = 1000  # most waits past the last bound: no number for them
+    assert math.isnan(anticipation.binned_percentile(bins, 0.25, 50))
+    assert math.isnan(anticipation.binned_percentile([0] * 4, 0.25, 50))
+
+
+def test_the_stats_files_bins_line_is_read_and_a_bad_one_ignored(tmp_path):
+    p = tmp_path / "0.stats"
+    _stats(p, 10, 10, 0, 10 * 1.1e6, 0)
+    good = " ".join(["0"] * 4 + ["10"] + ["0"] * (anticipation.WAIT_BINS - 5))
+    p.write_text(p.read_text() + f"antic_success_wait_bins {good}\n")
+    c = anticipation.kernel_run(p)
+    assert c["ok_wait_p50_ms"] == pytest.approx(1.125)
+    for bad in ("1 2 3", " ".join(["x"] * anticipation.WAIT_BINS), " ".join(["-1"] * anticipation.WAIT_BINS)):
+        _stats(p, 10, 10, 0, 10 * 1.1e6, 0)
+        p.write_text(p.read_text() + f"antic_success_wait_bins {bad}\n")
+        c = anticipation.kernel_run(p)
+        assert c["started"] == 10 and math.isnan(c["ok_wait_p50_ms"])
+
+
+def test_the_spread_table_needs_the_kernels_bins(tmp_path):
+    stats = _directory(tmp_path)
+    bins = [0] * anticipation.WAIT_BINS
+    bins[8] = 900
+    sims = [_sim(1000, 900, 100, 900 * 2.1, 100 * 4.0, {"rand": 0.3})]
+    sims[0]["anticipation"].update(success_wait_bins=bins, success_wait_bin_ms=0.25)
+    sims.append(dict(sims[0]))
+    rows = [{"disk": "d", "workload": "randseq", "elevator": "wpcas", "kernel_mb_s": [2.0, 0.1],
+             "anticipation": anticipation.row(tmp_path, "d", "randseq", "wpcas", stats, [], sims)}]
+    assert "spread" not in "\n".join(anticipation.table(rows, 20, 8))  # the kernel's runs predate the bins
+    kbins = " ".join(["0"] * 7 + ["950"] + ["0"] * (anticipation.WAIT_BINS - 8))
+    for p in stats:
+        p.write_text(p.read_text() + f"antic_success_wait_bins {kbins}\n")
+    rows[0]["anticipation"] = anticipation.row(tmp_path, "d", "randseq", "wpcas", stats, [], sims)
+    text = "\n".join(anticipation.table(rows, 20, 8))
+    assert "spread" in text
+    line = [x for x in text.splitlines() if x.startswith("| d | randseq | wpcas |")][-1]
+    # p50: the middle of the kernel's bin 7 and of the simulator's bin 8; the traced run has no bins
+    assert "1.88 ± 0.00 / 2.12 ± 0.00 / -" in line
