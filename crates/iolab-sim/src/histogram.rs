@@ -62,7 +62,8 @@ fn range_of(i: u16) -> (u64, u64) {
     }
     let shift = (i - EXACT) / SUB + 1;
     let low = ((i - EXACT) % SUB + SUB) << shift;
-    (low, low + (1u64 << shift) - 1)
+    // the last bucket ends at u64::MAX: low + 2^shift itself would overflow
+    (low, low + ((1u64 << shift) - 1))
 }
 
 /// New buckets wait until there are this many at least, or a quarter of

@@ -221,6 +221,17 @@ mod tests {
         assert!(!q.drained(), "writes still in flight");
     }
 
+    /// Issue and complete everything pending (start() wants the previous
+    /// operation fully issued).
+    fn run_out(q: &mut OpQueue) {
+        while let Some(step) = q.poll() {
+            match step {
+                Step::Issue(op) => q.completed(&rq(op)),
+                other => panic!("only requests were queued, not {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn buffered_and_direct_data() {
         let geo = Geometry::new(&FsSpec::default(), 1 << 22, "fs").unwrap();
@@ -231,10 +242,12 @@ mod tests {
         let mut q = OpQueue::new(4);
         q.data(&fs, f, (0, 9000), IoMode::Buffered, 512, Dir::Read, true, 256);
         assert_eq!(q.pending(), [IoOp { sector: base, nr_sectors: 24, dir: Dir::Read, sync: true }]);
+        run_out(&mut q);
         q.start();
         // An append of 100 bytes at 9000 rewrites the partly filled block.
         q.data(&fs, f, (9000, 9100), IoMode::Buffered, 512, Dir::Write, false, 256);
         assert_eq!(q.pending(), [IoOp { sector: base + 16, nr_sectors: 8, dir: Dir::Write, sync: false }]);
+        run_out(&mut q);
         q.start();
         q.data(&fs, f, (0, 1500), IoMode::Direct, 512, Dir::Write, false, 256);
         let s: Vec<(u64, u32, bool)> = q.pending().iter().map(|o| (o.sector - base, o.nr_sectors, o.sync)).collect();
