@@ -24,7 +24,6 @@ the guest the simulator's per-process times were read from.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 

@@ -105,7 +105,7 @@ def test_the_disks_bytes_are_told_apart_by_the_groups_regions():
     cap = 1 << 24
     regions = layout(WORKLOADS["randseq"], cap)
     rows = []
-    for g, _, start, size in regions:
+    for g, _, start, _size in regions:
         n = 3 if g.name == "seq" else 1
         rows += [{"sector": start + 8 * k, "length": 4096 * (4 if g.name == "seq" else 1)} for k in range(n)]
     rows.append({"sector": cap - 8, "length": 4096})  # outside every region: nobody's
