@@ -61,12 +61,20 @@ def _directory(tmp_path):
     return [runs / "0.stats", runs / "1.stats"]
 
 
-def test_a_row_holds_both_sides_the_traced_run_and_the_groups(tmp_path):
+# two simulator runs of randseq under wpcas
+SIMS = [_sim(1000, 900, 100, 900 * 2.3, 100 * 4.0, {"rand": 0.3, "seq": 1.2}),
+        _sim(1000, 880, 120, 880 * 2.5, 120 * 4.0, {"rand": 0.3, "seq": 1.4})]
+
+
+def _wpcas_row(tmp_path):
+    """The directory's kernel runs, their groups' MB/s and SIMS as one row."""
     stats = _directory(tmp_path)
-    sims = [_sim(1000, 900, 100, 900 * 2.3, 100 * 4.0, {"rand": 0.3, "seq": 1.2}),
-            _sim(1000, 880, 120, 880 * 2.5, 120 * 4.0, {"rand": 0.3, "seq": 1.4})]
-    r = anticipation.row(tmp_path, "d", "randseq", "wpcas", stats,
-                         [{"rand": 0.28, "seq": 1.5}, {"rand": 0.30, "seq": 1.7}], sims)
+    return stats, anticipation.row(tmp_path, "d", "randseq", "wpcas", stats,
+                                   [{"rand": 0.28, "seq": 1.5}, {"rand": 0.30, "seq": 1.7}], SIMS)
+
+
+def test_a_row_holds_both_sides_the_traced_run_and_the_groups(tmp_path):
+    stats, r = _wpcas_row(tmp_path)
     assert r["kernel_runs"] == 2 and r["sim_runs"] == 2
     assert r["kernel"]["ok_wait_ms"][0] == pytest.approx(2.1)
     assert r["sim"]["ok_wait_ms"][0] == pytest.approx(2.4)
@@ -79,15 +87,11 @@ def test_a_row_holds_both_sides_the_traced_run_and_the_groups(tmp_path):
     assert r["groups"]["seq"]["kernel"][0] == pytest.approx(1.6)
     assert r["groups"]["seq"]["sim"][0] == pytest.approx(1.3)
     # an elevator that does not anticipate has no row
-    assert anticipation.row(tmp_path, "d", "randseq", "bfq", stats, [], sims) is None
+    assert anticipation.row(tmp_path, "d", "randseq", "bfq", stats, [], SIMS) is None
 
 
 def test_the_report_table_gives_every_figure(tmp_path):
-    stats = _directory(tmp_path)
-    sims = [_sim(1000, 900, 100, 900 * 2.3, 100 * 4.0, {"rand": 0.3, "seq": 1.2}),
-            _sim(1000, 880, 120, 880 * 2.5, 120 * 4.0, {"rand": 0.3, "seq": 1.4})]
-    a = anticipation.row(tmp_path, "d", "randseq", "wpcas", stats,
-                         [{"rand": 0.28, "seq": 1.5}, {"rand": 0.30, "seq": 1.7}], sims)
+    _, a = _wpcas_row(tmp_path)
     rows = [{"disk": "d", "workload": "randseq", "elevator": "wpcas", "kernel_mb_s": [2.0, 0.1], "anticipation": a},
             {"disk": "d", "workload": "randseq", "elevator": "bfq", "kernel_mb_s": [2.0, 0.1], "anticipation": None}]
     text = "\n".join(anticipation.table(rows, 20, 8))
